@@ -1,0 +1,446 @@
+"""The placement decision: a pure function of (answers, policy, inventory) -> decision.
+
+Nothing here touches the database. The same function serves the preview, the request, and the re-evaluation of
+old requests under a new policy version. Every field of the decision carries a reason saying where it came
+from: `policy` (a rule, named), `answer` (the engineer asked for it) or `default` (nothing chose it; the platform
+inherited it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from provisioning.catalogue import Catalogue, MigProfileSpec
+
+WHOLE_GPU, MIG, TIME_SLICING = "whole_gpu", "mig", "time_slicing"
+SHARING_MODE = {WHOLE_GPU: "exclusive", MIG: "mig", TIME_SLICING: "time_slicing"}
+MEMORY_ISOLATION = {WHOLE_GPU: "exclusive", MIG: "hardware", TIME_SLICING: "none"}
+STRATEGY_WORDS = {WHOLE_GPU: "whole GPU", MIG: "MIG slice", TIME_SLICING: "time-sliced GPU share"}
+PLATFORM_DEFAULT_STRATEGY = WHOLE_GPU
+
+
+@dataclass(frozen=True)
+class Answers:
+    workload_class: str
+    tenancy: str
+    latency: str
+    gpu_memory_gb: float
+    image: str
+    data_sensitivity: str = "standard"
+    gpus_per_replica: int = 1
+    replicas: int = 1
+    min_driver_major: int | None = None
+    command: tuple[str, ...] = ()
+    expected_hours: float | None = None
+    defaulted: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], defaulted=()) -> Answers:
+        data = dict(values)
+        data["command"] = tuple(data.get("command") or ())
+        return cls(**data, defaulted=frozenset(defaulted))
+
+    def get(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    key: str
+    kind: str  # route | guardrail
+    match: dict[str, tuple[str, ...]]
+    outcome: dict[str, Any]
+    rationale: str
+    owner: str
+    position: int = 0
+    id: int | None = None
+
+    @property
+    def specificity(self) -> int:
+        return len(self.match)
+
+    def matches(self, answers: Answers) -> bool:
+        return all(answers.get(key) in values for key, values in self.match.items())
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    version: int
+    rules: tuple[RuleSpec, ...]
+
+    def routes(self) -> list[RuleSpec]:
+        return [r for r in self.rules if r.kind == "route"]
+
+    def guardrails(self) -> list[RuleSpec]:
+        return sorted((r for r in self.rules if r.kind == "guardrail"), key=lambda r: (r.position, r.key))
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    cluster: str
+    name: str
+    gpu_model: str
+    gpus_per_node: int
+    node_count: int
+    sharing_mode: str  # exclusive | mig | time_slicing
+    mig_profiles: dict[str, int] = field(default_factory=dict)  # per GPU, from the layout
+    mig_layout: str = ""
+    mig_strategy: str = "mixed"
+    time_slicing_replicas: int | None = None
+    driver_major: int | None = None
+    nvlink_domain: str = ""
+    scheduling_model: str = "device_plugin"
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    kubernetes_version: str
+    scheduling_model: str
+    gang_scheduler: str
+    pools: tuple[PoolSpec, ...]
+    id: int | None = None
+
+    @property
+    def has_gang_scheduler(self) -> bool:
+        return self.gang_scheduler != "none"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    clusters: tuple[ClusterSpec, ...]
+    catalogue: Catalogue
+
+    def pools(self):
+        for cluster in self.clusters:
+            for pool in cluster.pools:
+                yield cluster, pool
+
+
+class PlacementImpossible(Exception):
+    """No pool can serve these answers. `field` names the answer to change."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass
+class _Reasons:
+    items: list[dict] = field(default_factory=list)
+
+    def add(self, field_name: str, text: str, rule: RuleSpec | None = None, *, source: str | None = None):
+        self.items.append(
+            {
+                "field": field_name,
+                "text": text,
+                "source": source or ("policy" if rule else "default"),
+                "rule": rule.key if rule else None,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    cluster: ClusterSpec
+    pool: PoolSpec
+    profile: MigProfileSpec | None
+    gpu_memory_gb: int
+
+
+def select_route(policy: PolicySpec, answers: Answers) -> RuleSpec | None:
+    """Most specific matching route wins; ties go to the lower position, then the key (deterministic)."""
+    matching = [r for r in policy.routes() if r.matches(answers)]
+    return min(matching, key=lambda r: (-r.specificity, r.position, r.key), default=None)
+
+
+def _gb(value: float) -> str:
+    return f"{value:g} GB"
+
+
+def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_models) -> list[_Candidate]:
+    per_device = answers.gpu_memory_gb / answers.gpus_per_replica
+    found = []
+    for cluster, pool in inventory.pools():
+        if pool.sharing_mode != SHARING_MODE[strategy]:
+            continue
+        if allowed_models and pool.gpu_model not in allowed_models:
+            continue
+        if pool.gpu_model not in inventory.catalogue.models:
+            continue
+        model = inventory.catalogue.model(pool.gpu_model)
+        if answers.min_driver_major and (pool.driver_major or 0) < answers.min_driver_major:
+            continue
+        profile = None
+        if strategy == MIG:
+            if model.mig is None:
+                continue
+            profile = model.mig.smallest_profile_covering(per_device, offered=set(pool.mig_profiles))
+            if profile is None:
+                continue
+            if pool.mig_profiles.get(profile.name, 0) * pool.gpus_per_node < answers.gpus_per_replica:
+                continue
+            memory = profile.memory_gb
+        else:
+            if model.memory_gb < per_device:
+                continue
+            if strategy == WHOLE_GPU and pool.gpus_per_node < answers.gpus_per_replica:
+                continue
+            memory = model.memory_gb
+        found.append(_Candidate(cluster=cluster, pool=pool, profile=profile, gpu_memory_gb=memory))
+    return found
+
+
+def _rank(candidate: _Candidate) -> tuple:
+    # Smallest device that fits first (keep big GPUs for big work), then stable names.
+    slices = candidate.profile.compute_slices if candidate.profile else 0
+    return (candidate.gpu_memory_gb, slices, candidate.cluster.name, candidate.pool.name)
+
+
+def _equivalents(strategy: str, candidate: _Candidate, inventory: Inventory, count: int) -> Fraction:
+    if strategy == MIG:
+        mig = inventory.catalogue.model(candidate.pool.gpu_model).mig
+        return Fraction(candidate.profile.compute_slices, mig.total_slices) * count
+    if strategy == TIME_SLICING:
+        return Fraction(count, candidate.pool.time_slicing_replicas or 1)
+    return Fraction(count)
+
+
+def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
+    """Return the placement decision as a JSON-ready dict (see README, "The decision")."""
+    reasons = _Reasons()
+    route = select_route(policy, answers)
+    outcome = route.outcome if route else {}
+
+    # 1. Strategy: the route's, or the platform default; then guardrails on top.
+    if route:
+        strategy = outcome["strategy"]
+        reasons.add("strategy", f"{STRATEGY_WORDS[strategy].capitalize()}: {route.rationale}", route)
+    else:
+        strategy = PLATFORM_DEFAULT_STRATEGY
+        reasons.add(
+            "strategy",
+            "No policy rule covers this combination of answers, so you get a whole GPU: the platform default, "
+            "not a decision anyone made for this kind of workload.",
+        )
+    fabric_isolation, fabric_rule = outcome.get("fabric_isolation", "shared"), route if "fabric_isolation" in outcome else None
+    guardrails_applied = []
+    for guardrail in policy.guardrails():
+        if not guardrail.matches(answers):
+            continue
+        effect = guardrail.outcome
+        if strategy in effect.get("forbid_strategies", ()):
+            replacement = effect.get("replace_with", PLATFORM_DEFAULT_STRATEGY)
+            reasons.add(
+                "strategy",
+                f"Not {STRATEGY_WORDS[strategy]}: {guardrail.rationale} You get a {STRATEGY_WORDS[replacement]} instead.",
+                guardrail,
+            )
+            strategy = replacement
+            guardrails_applied.append(guardrail.key)
+        if effect.get("fabric_isolation") and effect["fabric_isolation"] != fabric_isolation:
+            fabric_isolation, fabric_rule = effect["fabric_isolation"], guardrail
+            guardrails_applied.append(guardrail.key)
+
+    # 2. Placement: a pool that offers the strategy and holds the memory, smallest fit first.
+    allowed_models = tuple(outcome.get("gpu_models", ()))
+    needs_gang = answers.workload_class == "training" and answers.replicas > 1
+    candidates = _candidates(strategy, answers, inventory, allowed_models)
+    fallback_from = None
+    if not candidates and strategy != WHOLE_GPU:
+        fallback = outcome.get("fallback_strategy", PLATFORM_DEFAULT_STRATEGY) if route else PLATFORM_DEFAULT_STRATEGY
+        forbidden = {s for g in policy.guardrails() if g.matches(answers) for s in g.outcome.get("forbid_strategies", ())}
+        if fallback not in forbidden:
+            fallback_from, strategy = strategy, fallback
+            candidates = _candidates(strategy, answers, inventory, allowed_models)
+    if not candidates:
+        raise PlacementImpossible(_no_pool_message(strategy, answers, inventory), field="gpu_memory_gb")
+    if fallback_from:
+        per_device = answers.gpu_memory_gb / answers.gpus_per_replica
+        why = (
+            f"no pool offers a MIG profile that holds {_gb(per_device)}"
+            if fallback_from == MIG
+            else f"no pool offers a {STRATEGY_WORDS[fallback_from]} for this request"
+        )
+        text = f"You get a {STRATEGY_WORDS[strategy]} because {why}."
+        if route and "fallback_strategy" in outcome:
+            reasons.add("strategy", text + " The rule says so for this case.", route)
+        else:
+            reasons.add("strategy", text + " This fallback is the platform default.")
+
+    if needs_gang:
+        gang_capable = [c for c in candidates if c.cluster.has_gang_scheduler]
+        if not gang_capable:
+            names = sorted({c.cluster.name for c in candidates})
+            raise PlacementImpossible(
+                f"{answers.replicas} training replicas must start all-or-nothing, but the cluster(s) that could "
+                f"host them ({', '.join(names)}) have no gang scheduler: three of four pods could run and burn "
+                "GPU-hours while the last one waits. Ask for one replica, or ask the platform team for gang "
+                "scheduling on that cluster.",
+                field="replicas",
+            )
+        candidates = gang_capable
+    chosen = min(candidates, key=_rank)
+    cluster, pool = chosen.cluster, chosen.pool
+    model = inventory.catalogue.model(pool.gpu_model)
+    per_device = answers.gpu_memory_gb / answers.gpus_per_replica
+
+    if allowed_models:
+        reasons.add("gpu_model", f"{model.key}: the rule allows {', '.join(allowed_models)}.", route)
+    if strategy == MIG:
+        reasons.add(
+            "mig_profile",
+            f"{chosen.profile.name} is the smallest MIG profile offered that holds {_gb(per_device)} "
+            f"({chosen.profile.compute_slices} of {model.mig.total_slices} compute slices of an {model.key}).",
+            route if route and route.outcome.get("strategy") == MIG and not fallback_from else None,
+        )
+    else:
+        reasons.add(
+            "gpu_model",
+            f"{model.key} ({model.memory_gb} GB) is the smallest GPU in a {SHARING_MODE[strategy].replace('_', '-')} "
+            f"pool that holds {_gb(per_device)}.",
+            source="default",
+        )
+    reasons.add(
+        "node_pool",
+        f"Pool {cluster.name}/{pool.name} is the first that fits, by GPU size and then by name"
+        + (" among clusters with a gang scheduler." if needs_gang else "."),
+    )
+    scheduling_model = pool.scheduling_model or cluster.scheduling_model
+    reasons.add(
+        "scheduling_model",
+        "GPUs are requested through "
+        + ("Dynamic Resource Allocation claims" if scheduling_model == "dra" else "the device plugin (a device count)")
+        + f" because that is how {cluster.name}/{pool.name} is set up, not a choice made for this request.",
+    )
+
+    # 3. Isolation.
+    memory_isolation = MEMORY_ISOLATION[strategy]
+    if fabric_rule:
+        reasons.add(
+            "fabric_isolation",
+            "Your pods get NVLink domains of their own: no other tenant's pods are placed on the same fabric. "
+            + fabric_rule.rationale,
+            fabric_rule,
+        )
+    else:
+        reasons.add(
+            "fabric_isolation",
+            "Your pods may share an NVLink domain with other tenants' pods; no rule asked for fabric isolation.",
+        )
+
+    # 4. Gang.
+    gang = None
+    if needs_gang:
+        gang = {"min_members": answers.replicas, "backend": cluster.gang_scheduler}
+        text = (
+            f"All {answers.replicas} replicas start together or none does, through {cluster.gang_scheduler} "
+            f"on {cluster.name}."
+        )
+        if route and outcome.get("gang"):
+            reasons.add("gang", text, route)
+        else:
+            reasons.add("gang", text + " Multi-pod training is always gang-scheduled (platform default).")
+
+    # 5. Driver floor.
+    driver = {"min_major": answers.min_driver_major} if answers.min_driver_major else None
+    if driver:
+        reasons.add(
+            "driver",
+            f"Only nodes with NVIDIA driver {answers.min_driver_major} or newer (this pool runs "
+            f"{pool.driver_major or 'an unknown driver'}); you asked for this floor.",
+            source="answer",
+        )
+
+    # 6. Size answers the engineer left at their defaults are inherited, and said so.
+    for key in ("gpus_per_replica", "replicas", "data_sensitivity"):
+        if key in answers.defaulted:
+            reasons.add(key, f"{key.replace('_', ' ').capitalize()} = {answers.get(key)}: you did not say, so the "
+                        "questionnaire default applies.")
+
+    auto_approve = bool(route and outcome.get("auto_approve"))
+    reasons.add(
+        "approval",
+        "Approved automatically: " + route.rationale if auto_approve else "The platform team reviews this request.",
+        route if auto_approve else None,
+    )
+
+    equivalents_per_replica = _equivalents(strategy, chosen, inventory, answers.gpus_per_replica)
+    decision = {
+        "strategy": strategy,
+        "gpu_model": model.key,
+        "gpu_product": model.product,
+        "mig_profile": chosen.profile.name if chosen.profile else None,
+        "gpus_per_replica": answers.gpus_per_replica,
+        "replicas": answers.replicas,
+        "memory_isolation": memory_isolation,
+        "fabric_isolation": fabric_isolation,
+        "gang": gang,
+        "driver": driver,
+        "cluster": cluster.name,
+        "node_pool": pool.name,
+        "scheduling_model": scheduling_model,
+        "policy_version": policy.version,
+        "rule": route.key if route else None,
+        "guardrails": sorted(set(guardrails_applied)),
+        "auto_approve": auto_approve,
+        "gpu_equivalents_per_replica": float(round(equivalents_per_replica, 6)),
+        "gpu_equivalents": float(round(equivalents_per_replica * answers.replicas, 6)),
+        "reasons": reasons.items,
+    }
+    decision["summary"] = summarise(decision, answers)
+    return decision
+
+
+def _no_pool_message(strategy: str, answers: Answers, inventory: Inventory) -> str:
+    per_device = answers.gpu_memory_gb / answers.gpus_per_replica
+    largest = max((inventory.catalogue.model(p.gpu_model).memory_gb for _, p in inventory.pools()
+                   if p.gpu_model in inventory.catalogue.models), default=0)
+    if not any(True for _ in inventory.pools()):
+        return "No cluster has GPU pools yet; ask the platform team to declare one."
+    if per_device > largest:
+        return (
+            f"{_gb(per_device)} per GPU is more than the largest GPU here ({largest} GB). Use more GPUs per "
+            "replica (memory is split across them) or less memory."
+        )
+    floor = f" with driver {answers.min_driver_major} or newer" if answers.min_driver_major else ""
+    return (
+        f"No pool offers a {STRATEGY_WORDS[strategy]}{floor} with {_gb(per_device)} per GPU and "
+        f"{answers.gpus_per_replica} GPU(s) on one node."
+    )
+
+
+def summarise(decision: dict, answers: Answers) -> str:
+    """The decision in plain words, as the engineer reads it."""
+    model = decision["gpu_model"]
+    per = decision["gpus_per_replica"]
+    if decision["strategy"] == MIG:
+        what = f"a hardware-isolated {decision['mig_profile']} slice of an {model}"
+        if per > 1:
+            what = f"{per} hardware-isolated {decision['mig_profile']} slices of {model} GPUs"
+        memory = "your memory is isolated from other tenants"
+    elif decision["strategy"] == TIME_SLICING:
+        what = f"a time-sliced share of an {model}" if per == 1 else f"{per} time-sliced shares of {model} GPUs"
+        memory = "memory is not isolated: other tenants on the same GPU can use it up and cause out-of-memory errors"
+    else:
+        what = f"a whole {model}" if per == 1 else f"{per} whole {model} GPUs"
+        memory = "the GPU is yours alone"
+    parts = [what + (" per replica" if decision["replicas"] > 1 else ""), memory]
+    if decision["replicas"] > 1:
+        parts.append(f"{decision['replicas']} replicas")
+    if decision["gang"]:
+        parts.append(f"all {decision['gang']['min_members']} start together or not at all ({decision['gang']['backend']})")
+    if decision["fabric_isolation"] == "tenant_exclusive":
+        parts.append("no other tenant shares your NVLink domain")
+    if decision["driver"]:
+        parts.append(f"only on nodes with driver {decision['driver']['min_major']} or newer")
+    parts.append(f"on {decision['cluster']}/{decision['node_pool']}")
+    parts.append("approved automatically" if decision["auto_approve"] else "after the platform team approves it")
+    defaults = sum(1 for r in decision["reasons"] if r["source"] == "default")
+    if defaults:
+        parts.append(f"{defaults} choice(s) came from defaults, not decisions (marked below)")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."

@@ -1,0 +1,141 @@
+"""Routing policy (versioned, signed off), GPU requests and their audit trail."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from portal.models import Team, slug_validator
+
+from .choices import (
+    REQUEST_TERMINAL,
+    EventKind,
+    PolicyStatus,
+    RequestStatus,
+    RuleKind,
+)
+
+
+class PolicyVersion(models.Model):
+    """One version of the routing policy. Immutable once signed off; changes make a new version."""
+
+    number = models.PositiveIntegerField(unique=True)
+    status = models.CharField(max_length=10, choices=PolicyStatus.choices, default=PolicyStatus.DRAFT)
+    notes = models.TextField(blank=True, help_text="What changed and why.")
+    based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    signed_off_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    signed_off_by_name = models.CharField(max_length=150, blank=True)
+    signed_off_at = models.DateTimeField(null=True, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            # At most one version is in force at a time.
+            models.UniqueConstraint(
+                fields=["status"], condition=Q(status="active"), name="%(app_label)s_%(class)s_one_active"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"policy v{self.number} ({self.status})"
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status == PolicyStatus.DRAFT
+
+
+class Rule(models.Model):
+    version = models.ForeignKey(PolicyVersion, on_delete=models.CASCADE, related_name="rules")
+    key = models.CharField(max_length=63, validators=[slug_validator], help_text="stable name across versions")
+    kind = models.CharField(max_length=10, choices=RuleKind.choices, default=RuleKind.ROUTE)
+    position = models.PositiveIntegerField(default=100, help_text="tie-breaker: lower wins among equally specific")
+    match = models.JSONField(help_text='answers this rule applies to, e.g. {"workload_class": ["training"]}')
+    outcome = models.JSONField(help_text='e.g. {"strategy": "mig", "fallback_strategy": "whole_gpu"}')
+    rationale = models.TextField()
+    owner = models.CharField(max_length=150, help_text="person or team accountable for this rule")
+    signed_off_by = models.CharField(max_length=150, blank=True)
+    signed_off_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["version", "kind", "position", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "key"], name="%(app_label)s_%(class)s_unique_version_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} (v{self.version.number})"
+
+    def clean(self):
+        from .policy import rule_validation_errors
+
+        errors = rule_validation_errors(kind=self.kind, match=self.match, outcome=self.outcome)
+        if errors:
+            raise ValidationError(errors)
+
+
+class GpuRequest(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="requests")
+    name = models.CharField(max_length=63, validators=[slug_validator])
+    status = models.CharField(
+        max_length=20, choices=RequestStatus.choices, default=RequestStatus.PENDING_APPROVAL, db_index=True
+    )
+    answers = models.JSONField(help_text="answers with defaults filled in")
+    defaulted_answers = models.JSONField(default=list, blank=True, help_text="answers that took their default")
+    decision = models.JSONField(help_text="the placement decision as it was made (snapshot)")
+    policy_version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="requests")
+    rule_key = models.CharField(max_length=63, blank=True, help_text="route that decided; blank = platform default")
+    # Denormalised from answers/decision for filtering and reporting without JSON lookups.
+    workload_class = models.CharField(max_length=20, db_index=True)
+    strategy = models.CharField(max_length=20, db_index=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gpu_requests")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    status_changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # A team cannot have two live requests of the same name (their Kubernetes objects would collide).
+            models.UniqueConstraint(
+                fields=["team", "name"],
+                condition=~Q(status__in=[s.value for s in REQUEST_TERMINAL]),
+                name="%(app_label)s_%(class)s_unique_active_name",
+            ),
+        ]
+        indexes = [models.Index(fields=["team", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.team.slug}/{self.name} (#{self.pk})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in REQUEST_TERMINAL
+
+
+class RequestEvent(models.Model):
+    """The audit trail: every status change, and (later) what the cluster reported, in plain words."""
+
+    request = models.ForeignKey(GpuRequest, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20, choices=EventKind.choices, default=EventKind.TRANSITION)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20, blank=True)
+    comment = models.TextField(blank=True)
+    reason = models.CharField(max_length=63, blank=True, help_text="machine-readable cause, e.g. OOMKilled")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.request_id}: {self.from_status or '-'} -> {self.to_status or '-'}"

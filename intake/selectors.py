@@ -1,0 +1,63 @@
+"""Reads for policy and requests. Team visibility always comes from portal.selectors."""
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+
+from portal.errors import NotFound
+from portal.selectors import team_visible_ids
+
+from .choices import PolicyStatus
+from .decisions import PolicySpec, RuleSpec
+from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
+
+
+def policy_current() -> PolicyVersion:
+    version = (
+        PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE)
+        .prefetch_related(Prefetch("rules", queryset=Rule.objects.order_by("kind", "position", "key")))
+        .first()
+    )
+    if version is None:
+        raise NotFound("No routing policy is active; the platform team must sign one off.")
+    return version
+
+
+def rule_spec(rule: Rule) -> RuleSpec:
+    return RuleSpec(
+        id=rule.id,
+        key=rule.key,
+        kind=rule.kind,
+        match={k: tuple(v) for k, v in rule.match.items()},
+        outcome=rule.outcome,
+        rationale=rule.rationale,
+        owner=rule.owner,
+        position=rule.position,
+    )
+
+
+def policy_spec(version: PolicyVersion) -> PolicySpec:
+    return PolicySpec(version=version.number, rules=tuple(rule_spec(r) for r in version.rules.all()))
+
+
+def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
+    """The requests this user may see, newest first, with what list pages show loaded up front."""
+    events = RequestEvent.objects.select_related("actor").order_by("at", "id")
+    queryset = GpuRequest.objects.select_related("team", "requested_by", "policy_version").prefetch_related(
+        Prefetch("events", queryset=events)
+    )
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    if filters:
+        from .filtersets import RequestFilterSet
+
+        queryset = RequestFilterSet(filters, queryset=queryset).qs
+    return queryset.order_by("-created_at", "-id")
+
+
+def request_get(*, user, request_id) -> GpuRequest:
+    """A request the user may see; NotFound otherwise (another team's request is not revealed to exist)."""
+    try:
+        return request_list(user=user).get(pk=request_id)
+    except (GpuRequest.DoesNotExist, ValueError, TypeError):
+        raise NotFound("No such request.") from None

@@ -1,0 +1,243 @@
+"""Writes for requests and policy. Every state change goes through `request_transition`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from portal.errors import Conflict, InvalidInput, PermissionDenied
+from portal.models import Team, slug_validator
+from portal.roles import is_platform
+from portal.selectors import team_can_request_for
+from provisioning.selectors import inventory_snapshot
+
+from . import events
+from .answers import AnswersInvalid, normalise_answers
+from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
+from .decisions import Answers, PlacementImpossible, decide
+from .models import GpuRequest, PolicyVersion, Rule
+from .policy import rule_validation_errors
+from .questionnaire import NormalisedAnswers
+from .selectors import policy_current, policy_spec
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    answers: NormalisedAnswers
+    decision: dict
+    policy_version: PolicyVersion
+
+
+class AnswersError(InvalidInput):
+    """Several answers are wrong at once; the API shows each under `answers`."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()), path=("answers",))
+        self.errors = errors
+
+    def as_field_errors(self) -> dict:
+        return {"answers": self.errors}
+
+
+def _require_request_rights(*, user, team: Team) -> None:
+    if not team_can_request_for(user=user, team=team):
+        raise PermissionDenied(f"You cannot request GPUs for team {team.slug}: you are not an engineer in it.")
+
+
+def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None) -> Evaluation:
+    """Answers -> decision under a policy version (the active one by default). Stores nothing."""
+    try:
+        answers = normalise_answers(raw_answers)
+    except AnswersInvalid as exc:
+        raise AnswersError(exc.errors) from None
+    version = policy_version or policy_current()
+    try:
+        decision = decide(
+            Answers.from_dict(answers.values, answers.defaulted),
+            policy_spec(version),
+            inventory or inventory_snapshot(),
+        )
+    except PlacementImpossible as exc:
+        raise InvalidInput(exc.message, path=("answers", exc.field)) from None
+    return Evaluation(answers=answers, decision=decision, policy_version=version)
+
+
+def request_preview(*, user, team: Team, raw_answers) -> Evaluation:
+    _require_request_rights(user=user, team=team)
+    return request_evaluate(raw_answers=raw_answers)
+
+
+@transaction.atomic
+def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
+    _require_request_rights(user=user, team=team)
+    try:
+        slug_validator(name)
+    except Exception:
+        raise InvalidInput(
+            "Must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter "
+            "or digit, at most 63 characters.",
+            field="name",
+        ) from None
+    evaluation = request_evaluate(raw_answers=raw_answers)
+    decision = evaluation.decision
+    try:
+        with transaction.atomic():
+            gpu_request = GpuRequest.objects.create(
+                team=team,
+                name=name,
+                answers=evaluation.answers.values,
+                defaulted_answers=sorted(evaluation.answers.defaulted),
+                decision=decision,
+                policy_version=evaluation.policy_version,
+                rule_key=decision["rule"] or "",
+                workload_class=evaluation.answers.values["workload_class"],
+                strategy=decision["strategy"],
+                requested_by=user,
+            )
+    except IntegrityError:
+        raise InvalidInput(
+            f"Team {team.slug} already has an active request named {name!r}; pick another name or cancel that one.",
+            field="name",
+        ) from None
+    events.event_transition(
+        request=gpu_request, actor=user, from_status="", to_status=RequestStatus.PENDING_APPROVAL, comment="Submitted."
+    )
+    if decision["auto_approve"]:
+        request_transition(
+            request_id=gpu_request.pk,
+            to_status=RequestStatus.APPROVED,
+            actor=None,
+            comment=f"Approved automatically by rule {decision['rule']} (policy v{decision['policy_version']}).",
+        )
+        gpu_request.refresh_from_db()
+    return gpu_request
+
+
+@transaction.atomic
+def request_transition(*, request_id: int, to_status: str, actor, comment: str = "") -> GpuRequest:
+    """The one place a request changes status: lock the row, check the edge, save, record the event, and
+    schedule follow-up work after commit."""
+    gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
+    from_status = gpu_request.status
+    if to_status not in REQUEST_TRANSITIONS[from_status]:
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {from_status.replace('_', ' ')}; it cannot become "
+            f"{to_status.replace('_', ' ')}."
+        )
+    gpu_request.status = to_status
+    gpu_request.status_changed_at = timezone.now()
+    gpu_request.save(update_fields=["status", "status_changed_at", "updated_at"])
+    events.event_transition(
+        request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment
+    )
+    return gpu_request
+
+
+def _visible_for_update(*, user, request_id) -> GpuRequest:
+    from .selectors import request_get
+
+    return request_get(user=user, request_id=request_id)
+
+
+def request_approve(*, user, request_id, comment: str = "") -> GpuRequest:
+    gpu_request = _visible_for_update(user=user, request_id=request_id)
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team approves requests.")
+    if gpu_request.requested_by_id == user.pk:
+        raise PermissionDenied("Nobody approves their own request; ask another member of the platform team.")
+    return request_transition(
+        request_id=gpu_request.pk, to_status=RequestStatus.APPROVED, actor=user, comment=comment or "Approved."
+    )
+
+
+def request_reject(*, user, request_id, comment: str) -> GpuRequest:
+    gpu_request = _visible_for_update(user=user, request_id=request_id)
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team rejects requests.")
+    if not (comment or "").strip():
+        raise InvalidInput("Say why the request is rejected; the engineer reads it.", field="comment")
+    return request_transition(
+        request_id=gpu_request.pk, to_status=RequestStatus.REJECTED, actor=user, comment=comment.strip()
+    )
+
+
+def request_cancel(*, user, request_id, comment: str = "") -> GpuRequest:
+    gpu_request = _visible_for_update(user=user, request_id=request_id)
+    if not team_can_request_for(user=user, team=gpu_request.team):
+        raise PermissionDenied("Only the request's team or the platform team can cancel it.")
+    if gpu_request.status in REQUEST_TERMINAL:
+        raise Conflict(f"Request #{gpu_request.pk} is already {gpu_request.status}; there is nothing to cancel.")
+    return request_transition(
+        request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled."
+    )
+
+
+# --- policy -----------------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def policy_version_draft_create(*, user, based_on: PolicyVersion | None = None, notes: str = "") -> PolicyVersion:
+    """A new draft version holding a copy of the rules of `based_on` (the active version by default)."""
+    if based_on is None:
+        based_on = PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE).first()
+    number = (PolicyVersion.objects.select_for_update().order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    draft = PolicyVersion.objects.create(number=number, based_on=based_on, created_by=user, notes=notes)
+    if based_on is not None:
+        Rule.objects.bulk_create(
+            Rule(
+                version=draft,
+                key=r.key,
+                kind=r.kind,
+                position=r.position,
+                match=r.match,
+                outcome=r.outcome,
+                rationale=r.rationale,
+                owner=r.owner,
+                signed_off_by=r.signed_off_by,
+                signed_off_at=r.signed_off_at,
+            )
+            for r in based_on.rules.all()
+        )
+    return draft
+
+
+def _rule_content(rule: Rule) -> tuple:
+    return (rule.kind, rule.position, rule.match, rule.outcome, rule.rationale, rule.owner)
+
+
+@transaction.atomic
+def policy_version_sign_off(*, user, version_id: int) -> PolicyVersion:
+    """Sign off a draft: it becomes the active version, the previous one is retired. Rules that are new or
+    changed against the version it was based on are signed off by this user now; unchanged rules keep the
+    sign-off they had."""
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team signs off routing policy.")
+    version = PolicyVersion.objects.select_for_update().get(pk=version_id)
+    if version.status != PolicyStatus.DRAFT:
+        raise Conflict(f"Policy v{version.number} is {version.status}; only a draft can be signed off.")
+    rules = list(version.rules.all())
+    if not any(r.kind == "route" for r in rules):
+        raise InvalidInput("A policy needs at least one route rule.", field="rules")
+    for rule in rules:
+        errors = rule_validation_errors(kind=rule.kind, match=rule.match, outcome=rule.outcome)
+        if errors:
+            raise InvalidInput(f"Rule {rule.key}: {errors}", field="rules")
+    previous = {}
+    if version.based_on_id:
+        previous = {r.key: r for r in version.based_on.rules.all()}
+    now = timezone.now()
+    signer = user.get_username()
+    for rule in rules:
+        before = previous.get(rule.key)
+        if before is None or _rule_content(before) != _rule_content(rule) or not before.signed_off_at:
+            rule.signed_off_by, rule.signed_off_at = signer, now
+            rule.save(update_fields=["signed_off_by", "signed_off_at"])
+    PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE).update(status=PolicyStatus.RETIRED)
+    version.status = PolicyStatus.ACTIVE
+    version.signed_off_by = user
+    version.signed_off_by_name = signer
+    version.signed_off_at = now
+    version.activated_at = now
+    version.save()
+    return version

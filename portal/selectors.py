@@ -1,0 +1,34 @@
+"""Reads for teams and visibility. Every team-scoped query in the portal goes through `team_visible_ids`."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from .models import Team
+from .choices import Role
+from .roles import is_platform, sees_all_teams, user_roles
+
+
+def team_list_visible(*, user) -> QuerySet[Team]:
+    if sees_all_teams(user):
+        return Team.objects.all()
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user)
+
+
+def team_visible_ids(*, user) -> set[int] | None:
+    """None means "every team" (platform, finance); otherwise the ids of the user's teams."""
+    if sees_all_teams(user):
+        return None
+    cached = getattr(user, "_portal_team_ids", None)
+    if cached is None:
+        cached = set(team_list_visible(user=user).values_list("id", flat=True))
+        user._portal_team_ids = cached
+    return cached
+
+
+def team_can_request_for(*, user, team: Team) -> bool:
+    """Engineers request for their own teams, the platform team for any team; finance never."""
+    if is_platform(user):
+        return True
+    return Role.ENGINEER in user_roles(user) and team.id in (team_visible_ids(user=user) or set())

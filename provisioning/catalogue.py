@@ -1,0 +1,159 @@
+"""The GPU catalogue: models, MIG profiles and named MIG layouts, read from the data files shipped in
+`provisioning/data/` (sources in SOURCES.md there). Pure Python, no Django: the decision function, the
+renderer, the planner and metering all read the same objects.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+PROFILE_RE = re.compile(r"^(?:\d+c\.)?(?P<slices>\d+)g\.(?P<memory>\d+)gb(?P<attrs>[+-].*)?$")
+
+
+@dataclass(frozen=True)
+class MigProfileSpec:
+    name: str  # as NVIDIA writes it, e.g. "1g.18gb" or "1g.18gb+me"
+    compute_slices: int
+    memory_gb: int
+    max_instances: int
+
+    @property
+    def has_attributes(self) -> bool:
+        return "+" in self.name or self.name.count("-") > 0
+
+    @property
+    def resource_suffix(self) -> str:
+        # '+' is illegal in resource names; the device plugin rewrites "+me" to ".me".
+        return self.name.replace("+", ".")
+
+    @property
+    def resource_name(self) -> str:
+        return f"nvidia.com/mig-{self.resource_suffix}"
+
+
+@dataclass(frozen=True)
+class MigSpec:
+    total_slices: int
+    min_driver: str
+    profiles: dict[str, MigProfileSpec]
+
+    def smallest_profile_covering(self, memory_gb: float, offered: set[str] | None = None) -> MigProfileSpec | None:
+        """The plain (no media-extension) profile with the least memory, then fewest slices, that holds
+        `memory_gb`; restricted to `offered` names when given."""
+        candidates = [
+            p
+            for p in self.profiles.values()
+            if not p.has_attributes and p.memory_gb >= memory_gb and (offered is None or p.name in offered)
+        ]
+        return min(candidates, key=lambda p: (p.memory_gb, p.compute_slices, p.name), default=None)
+
+
+@dataclass(frozen=True)
+class GpuModelSpec:
+    key: str
+    product: str
+    dra_product_name: str
+    family: str
+    memory_gb: int
+    memory_mib: int
+    pci_device_ids: tuple[str, ...]
+    mig: MigSpec | None = None
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.mig is not None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    models: dict[str, GpuModelSpec]
+    layouts: dict[str, list[dict]] = field(repr=False)
+
+    def model(self, key: str) -> GpuModelSpec:
+        return self.models[key]
+
+    def model_by_product(self, product: str) -> GpuModelSpec | None:
+        """Match a GFD product label, ignoring the -SHARED and -MIG-<profile> suffixes GFD may add."""
+        base = re.sub(r"-(SHARED|MIG-.*)$", "", product)
+        base = re.sub(r"-SHARED$", "", base)
+        return next((m for m in self.models.values() if m.product == base), None)
+
+    def profile(self, model_key: str, profile_name: str) -> MigProfileSpec | None:
+        model = self.models.get(model_key)
+        if model is None or model.mig is None:
+            return None
+        return model.mig.profiles.get(profile_name)
+
+    def layout_profiles(self, layout: str, model_key: str) -> dict[str, int]:
+        """What a named mig-parted layout creates on one GPU of this model: profile name -> count.
+        Empty when the layout does not apply to the model (or disables MIG)."""
+        model = self.models[model_key]
+        for entry in self.layouts.get(layout, []):
+            device_filter = entry.get("device-filter")
+            if isinstance(device_filter, str):
+                device_filter = [device_filter]
+            if device_filter and not set(f.upper() for f in device_filter) & {d.upper() for d in model.pci_device_ids}:
+                continue
+            if not entry.get("mig-enabled"):
+                return {}
+            devices = entry.get("mig-devices") or {}
+            if model.mig is None or any(name not in model.mig.profiles for name in devices):
+                return {}
+            return dict(devices)
+        return {}
+
+    def layouts_for(self, model_key: str) -> list[str]:
+        """Named layouts that create at least one MIG device on this model."""
+        return sorted(name for name in self.layouts if self.layout_profiles(name, model_key))
+
+
+def parse_profile(name: str, max_instances: int) -> MigProfileSpec:
+    match = PROFILE_RE.match(name)
+    if not match:
+        raise ValueError(f"not a MIG profile name: {name!r}")
+    return MigProfileSpec(
+        name=name,
+        compute_slices=int(match["slices"]),
+        memory_gb=int(match["memory"]),
+        max_instances=max_instances,
+    )
+
+
+def mig_equivalents(profile: MigProfileSpec, mig: MigSpec, *, policy: str = "compute") -> Fraction:
+    """GPU equivalents of one MIG device: compute slices / the GPU's slices, or memory fraction."""
+    if policy == "memory":
+        total_memory = max(p.memory_gb for p in mig.profiles.values())
+        return Fraction(profile.memory_gb, total_memory)
+    return Fraction(profile.compute_slices, mig.total_slices)
+
+
+@cache
+def load_catalogue(data_dir: Path = DATA_DIR) -> Catalogue:
+    raw = yaml.safe_load((data_dir / "gpu-catalogue.yaml").read_text())
+    layouts = yaml.safe_load((data_dir / "mig-parted-default-config.yaml").read_text())["mig-configs"]
+    models = {}
+    for item in raw["models"]:
+        mig = None
+        if item.get("mig"):
+            mig = MigSpec(
+                total_slices=item["mig"]["total_slices"],
+                min_driver=item["mig"]["min_driver"],
+                profiles={n: parse_profile(n, c) for n, c in item["mig"]["profiles"].items()},
+            )
+        models[item["key"]] = GpuModelSpec(
+            key=item["key"],
+            product=item["product"],
+            dra_product_name=item["dra_product_name"],
+            family=item["family"],
+            memory_gb=item["memory_gb"],
+            memory_mib=item["memory_mib"],
+            pci_device_ids=tuple(item["pci_device_ids"]),
+            mig=mig,
+        )
+    return Catalogue(models=models, layouts=layouts)

@@ -1,0 +1,71 @@
+"""Inputs of the renderer: plain frozen dataclasses, built from the database by provisioning.selectors and
+from nothing else. The renderer (this package) imports nothing from Django."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TeamSpec:
+    slug: str
+    cost_center: str = ""
+    # GPU resources the team may hold in its namespace, by Kubernetes resource name
+    # (e.g. {"nvidia.com/gpu": 16, "nvidia.com/mig-1g.18gb": 14}); empty = no ResourceQuota limits on GPUs.
+    gpu_quota: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    min_members: int
+    backend: str  # volcano | kai | kueue | native
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """One approved request, with its decision flattened in."""
+
+    request_id: int
+    name: str  # the request's DNS-1123 name, as the engineer gave it
+    team: str  # team slug
+    cost_center: str
+    workload_class: str  # training | inference | development
+    image: str
+    command: tuple[str, ...]
+    replicas: int
+    gpus_per_replica: int
+    gpu_memory_gb: float  # per replica, from the answers
+    strategy: str  # whole_gpu | mig | time_slicing
+    gpu_model: str  # catalogue key, e.g. H200-141GB
+    gpu_product: str  # GFD label value, e.g. NVIDIA-H200
+    dra_product_name: str  # NVML name, e.g. "NVIDIA H200"
+    mig_profile: str | None  # e.g. "1g.18gb"
+    fabric_isolation: str  # shared | tenant_exclusive
+    gang: GangSpec | None
+    driver_min_major: int | None
+    gpu_equivalents_per_replica: str  # exact decimal string, e.g. "0.142857" (annotation for metering)
+
+
+@dataclass(frozen=True)
+class PoolProfile:
+    name: str
+    gpu_product: str
+    sharing_mode: str  # exclusive | mig | time_slicing
+    mig_strategy: str = "mixed"  # mixed | single
+    mig_layout: str = ""  # nvidia.com/mig.config value
+    time_slicing_replicas: int | None = None
+    time_slicing_renamed: bool = True  # renameByDefault: nvidia.com/gpu.shared
+    device_plugin_config: str = ""  # nvidia.com/device-plugin.config value
+    node_selector: dict[str, str] = field(default_factory=dict)
+    taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
+    nvlink_domain: str = ""  # nvidia.com/gpu.clique value when the pool is on an NVLink fabric
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    name: str
+    kubernetes_version: str  # "1.34" .. "1.37"
+    scheduling_model: str  # device_plugin | dra (the pool's effective model)
+    gang_scheduler: str  # volcano | kai | kueue | native | none
+    pool: PoolProfile
+    gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
+    label_domain: str = "gpu-portal.io"

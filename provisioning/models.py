@@ -1,0 +1,167 @@
+"""GPU catalogue and cluster inventory.
+
+The catalogue (GpuModel, MigProfile) mirrors the shipped data files (`provisioning.catalogue`). Clusters and
+node pools are what the platform team declares; discovery (later) records what the cluster reports beside it.
+"""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from portal.models import slug_validator
+
+from .choices import (
+    KUBERNETES_VERSIONS,
+    Applier,
+    GangScheduler,
+    MigStrategy,
+    PoolSource,
+    SchedulingModel,
+    SharingMode,
+)
+
+driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
+
+
+class GpuModel(models.Model):
+    key = models.CharField(max_length=40, unique=True)
+    product = models.CharField(max_length=100, unique=True, help_text="GFD label nvidia.com/gpu.product")
+    dra_product_name = models.CharField(max_length=100)
+    family = models.CharField(max_length=40)
+    memory_gb = models.PositiveIntegerField()
+    mig_total_slices = models.PositiveSmallIntegerField(null=True, blank=True)
+    mig_min_driver = models.CharField(max_length=20, blank=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.mig_total_slices is not None
+
+
+class MigProfile(models.Model):
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.CASCADE, related_name="mig_profiles")
+    name = models.CharField(max_length=40)
+    memory_gb = models.PositiveIntegerField()
+    compute_slices = models.PositiveSmallIntegerField()
+    max_instances = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["gpu_model__key", "compute_slices", "memory_gb", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu_model", "name"], name="%(app_label)s_%(class)s_unique_model_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_model.key} {self.name}"
+
+
+class Cluster(models.Model):
+    name = models.CharField(max_length=40, unique=True, validators=[slug_validator])
+    description = models.CharField(max_length=200, blank=True)
+    kubernetes_version = models.CharField(
+        max_length=5, choices=[(v, v) for v in KUBERNETES_VERSIONS], default="1.35", help_text="minor version"
+    )
+    scheduling_model = models.CharField(
+        max_length=20, choices=SchedulingModel.choices, default=SchedulingModel.DEVICE_PLUGIN
+    )
+    gang_scheduler = models.CharField(max_length=20, choices=GangScheduler.choices, default=GangScheduler.NONE)
+    applier = models.CharField(max_length=20, choices=Applier.choices, default=Applier.GITOPS)
+    api_server = models.URLField(blank=True)
+    gitops_repo = models.CharField(max_length=500, blank=True, help_text="Local path of the GitOps repository")
+    # Kueue: the ClusterQueue each team's LocalQueue points at. KAI/Volcano: the parent queue name.
+    gang_queue = models.CharField(max_length=63, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ClusterCredential(models.Model):
+    """Kept apart from Cluster so no serializer or admin form of Cluster can ever show it."""
+
+    cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="credential")
+    token = models.TextField(blank=True)
+    ca_cert = models.TextField(blank=True)
+    insecure_skip_tls_verify = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"credentials of {self.cluster}"
+
+
+class NodePool(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=40, validators=[slug_validator])
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="pools")
+    node_count = models.PositiveIntegerField(default=1)
+    gpus_per_node = models.PositiveSmallIntegerField(default=8, validators=[MinValueValidator(1), MaxValueValidator(16)])
+    sharing_mode = models.CharField(max_length=20, choices=SharingMode.choices, default=SharingMode.EXCLUSIVE)
+    mig_strategy = models.CharField(max_length=10, choices=MigStrategy.choices, default=MigStrategy.MIXED)
+    mig_layout = models.CharField(max_length=63, blank=True, help_text="nvidia.com/mig.config value")
+    time_slicing_replicas = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(2), MaxValueValidator(64)]
+    )
+    time_slicing_renamed = models.BooleanField(
+        default=True, help_text="renameByDefault: replicas advertised as nvidia.com/gpu.shared"
+    )
+    device_plugin_config = models.CharField(
+        max_length=63, blank=True, help_text="nvidia.com/device-plugin.config value selecting this pool's sharing"
+    )
+    driver_version = models.CharField(max_length=20, blank=True, validators=[driver_version_validator])
+    nvlink_domain = models.CharField(max_length=120, blank=True, help_text="nvidia.com/gpu.clique value, if any")
+    node_selector = models.JSONField(default=dict, blank=True, help_text="labels that pick this pool's nodes")
+    taints = models.JSONField(default=list, blank=True, help_text="taints on the pool's nodes: [{key, value, effect}]")
+    scheduling_model = models.CharField(
+        max_length=20, choices=SchedulingModel.choices, blank=True, help_text="blank: the cluster's model"
+    )
+    source = models.CharField(max_length=20, choices=PoolSource.choices, default=PoolSource.DECLARED)
+
+    class Meta:
+        ordering = ["cluster__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="%(app_label)s_%(class)s_unique_cluster_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+    @property
+    def effective_scheduling_model(self) -> str:
+        return self.scheduling_model or self.cluster.scheduling_model
+
+    @property
+    def driver_major(self) -> int | None:
+        return int(self.driver_version.split(".")[0]) if self.driver_version else None
+
+    def clean(self):
+        errors = {}
+        if self.sharing_mode == SharingMode.MIG:
+            if not self.mig_layout:
+                errors["mig_layout"] = "A MIG pool names its layout (the nvidia.com/mig.config value)."
+            elif self.gpu_model_id:
+                from .catalogue import load_catalogue
+
+                catalogue = load_catalogue()
+                if self.gpu_model.key in catalogue.models and not catalogue.layout_profiles(
+                    self.mig_layout, self.gpu_model.key
+                ):
+                    errors["mig_layout"] = (
+                        f"Layout {self.mig_layout!r} creates no MIG devices on {self.gpu_model.key}; "
+                        f"choose one of: {', '.join(catalogue.layouts_for(self.gpu_model.key))}."
+                    )
+        if self.sharing_mode == SharingMode.TIME_SLICING and not self.time_slicing_replicas:
+            errors["time_slicing_replicas"] = "A time-sliced pool says how many replicas each GPU is split into."
+        if self.sharing_mode != SharingMode.TIME_SLICING and self.time_slicing_replicas:
+            errors["time_slicing_replicas"] = "Only time-sliced pools have replicas."
+        if errors:
+            raise ValidationError(errors)
