@@ -157,6 +157,10 @@ def select_route(policy: PolicySpec, answers: Answers) -> RuleSpec | None:
     return min(matching, key=lambda r: (-r.specificity, r.position, r.key), default=None)
 
 
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _gb(value: float) -> str:
     return f"{value:g} GB"
 
@@ -218,7 +222,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     # 1. Strategy: the route's, or the platform default; then guardrails on top.
     if route:
         strategy = outcome["strategy"]
-        reasons.add("strategy", f"{STRATEGY_WORDS[strategy].capitalize()}: {route.rationale}", route)
+        reasons.add("strategy", f"{_capitalise(STRATEGY_WORDS[strategy])}: {route.rationale}", route)
     else:
         strategy = PLATFORM_DEFAULT_STRATEGY
         reasons.add(
@@ -356,10 +360,10 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         )
 
     # 6. Size answers the engineer left at their defaults are inherited, and said so.
-    for key in ("gpus_per_replica", "replicas", "data_sensitivity"):
+    for key, words in (("gpus_per_replica", "GPUs per replica"), ("replicas", "Replicas"),
+                       ("data_sensitivity", "Data sensitivity")):
         if key in answers.defaulted:
-            reasons.add(key, f"{key.replace('_', ' ').capitalize()} = {answers.get(key)}: you did not say, so the "
-                        "questionnaire default applies.")
+            reasons.add(key, f"{words} = {answers.get(key)}: you did not say, so the questionnaire default applies.")
 
     auto_approve = bool(route and outcome.get("auto_approve"))
     reasons.add(
@@ -442,5 +446,4 @@ def summarise(decision: dict, answers: Answers) -> str:
     defaults = sum(1 for r in decision["reasons"] if r["source"] == "default")
     if defaults:
         parts.append(f"{defaults} choice(s) came from defaults, not decisions (marked below)")
-    text = "; ".join(parts)
-    return text[0].upper() + text[1:] + "."
+    return _capitalise("; ".join(parts)) + "."

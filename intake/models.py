@@ -106,7 +106,7 @@ class GpuRequest(models.Model):
             # A team cannot have two live requests of the same name (their Kubernetes objects would collide).
             models.UniqueConstraint(
                 fields=["team", "name"],
-                condition=~Q(status__in=[s.value for s in REQUEST_TERMINAL]),
+                condition=~Q(status__in=sorted(REQUEST_TERMINAL)),
                 name="%(app_label)s_%(class)s_unique_active_name",
             ),
         ]
@@ -139,3 +139,19 @@ class RequestEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_id}: {self.from_status or '-'} -> {self.to_status or '-'}"
+
+
+class PendingApprovalManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().filter(status=RequestStatus.PENDING_APPROVAL)
+
+
+class PendingApproval(GpuRequest):
+    """The platform team's approval queue in the admin: requests waiting for a decision."""
+
+    objects = PendingApprovalManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "request awaiting approval"
+        verbose_name_plural = "approval queue"

@@ -46,9 +46,10 @@ def _require_request_rights(*, user, team: Team) -> None:
 
 
 def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None) -> Evaluation:
-    """Answers -> decision under a policy version (the active one by default). Stores nothing."""
+    """Answers -> decision under a policy version (the active one by default). Stores nothing.
+    `raw_answers` may be already normalised (the API's serializer does that), keeping what was defaulted."""
     try:
-        answers = normalise_answers(raw_answers)
+        answers = raw_answers if isinstance(raw_answers, NormalisedAnswers) else normalise_answers(raw_answers)
     except AnswersInvalid as exc:
         raise AnswersError(exc.errors) from None
     version = policy_version or policy_current()

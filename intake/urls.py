@@ -1,2 +1,13 @@
 from django.urls import path
-urlpatterns = []
+
+from . import views
+
+app_name = "web"
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("requests/", views.request_list, name="request-list"),
+    path("requests/new/", views.request_new, name="request-new"),
+    path("requests/preview/", views.request_preview, name="request-preview"),
+    path("requests/<int:pk>/", views.request_detail, name="request-detail"),
+    path("requests/<int:pk>/cancel/", views.request_cancel, name="request-cancel"),
+]

@@ -27,6 +27,15 @@ def team_visible_ids(*, user) -> set[int] | None:
     return cached
 
 
+def team_list_requestable(*, user) -> QuerySet[Team]:
+    """Teams this user may request GPUs for: engineers their own teams, the platform team any team."""
+    if is_platform(user):
+        return Team.objects.all()
+    if Role.ENGINEER in user_roles(user):
+        return Team.objects.filter(memberships__user=user)
+    return Team.objects.none()
+
+
 def team_can_request_for(*, user, team: Team) -> bool:
     """Engineers request for their own teams, the platform team for any team; finance never."""
     if is_platform(user):

@@ -1,2 +1,14 @@
 from django.urls import path
-urlpatterns = []
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+router.register("requests", views.RequestViewSet, basename="request")
+
+urlpatterns = [
+    path("intake/questionnaire/", views.QuestionnaireView.as_view(), name="questionnaire"),
+    path("intake/preview/", views.PreviewView.as_view(), name="preview"),
+    path("policy/", views.PolicyView.as_view(), name="policy"),
+    *router.urls,
+]

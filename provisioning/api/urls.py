@@ -1,2 +1,7 @@
-from django.urls import path
-urlpatterns = []
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+router.register("clusters", views.ClusterViewSet, basename="cluster")
+urlpatterns = router.urls

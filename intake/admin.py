@@ -1,0 +1,195 @@
+"""The platform team's side: the approval queue with a review page, requests, and the routing policy.
+Every action calls the same services as the API."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from portal.admin_mixins import PlatformAdminMixin
+from portal.errors import DomainError
+
+from . import services
+from .choices import PolicyStatus
+from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
+
+
+class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
+    model = RequestEvent
+    extra = 0
+    finance_can_view = True
+    fields = ["at", "kind", "actor", "from_status", "to_status", "comment", "reason"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(GpuRequest)
+class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    finance_can_view = True
+    list_display = ["id", "name", "team", "status", "workload_class", "strategy", "requested_by", "created_at",
+                    "policy_rule"]
+    list_filter = ["status", "workload_class", "strategy", "team"]
+    search_fields = ["name", "team__slug", "requested_by__username"]
+    list_select_related = ["team", "requested_by", "policy_version"]
+    ordering = ["-created_at"]
+    inlines = [RequestEventInline]
+
+    @admin.display(description="decided by")
+    def policy_rule(self, obj):
+        return f"v{obj.policy_version.number}: {obj.rule_key or 'platform default'}"
+
+    def has_add_permission(self, request, *args):
+        return False  # requests come from engineers, through the services
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the audit trail is never deleted
+
+    def get_urls(self):
+        name = self.model._meta.model_name
+        return [
+            path("<int:pk>/approve/", self.admin_site.admin_view(self.approve_view), name=f"intake_{name}_approve"),
+            path("<int:pk>/reject/", self.admin_site.admin_view(self.reject_view), name=f"intake_{name}_reject"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The review page: decision, reasons (defaults marked), answers, history, and the approve/reject forms."""
+        if not self.has_view_permission(request):
+            return super().change_view(request, object_id, form_url, extra_context)
+        gpu_request = get_object_or_404(GpuRequest.objects.select_related("team", "requested_by"), pk=object_id)
+        events = gpu_request.events.select_related("actor").order_by("at", "id")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Review request #{gpu_request.pk}: {gpu_request.team.slug}/{gpu_request.name}",
+            "gpu_request": gpu_request,
+            "decision": gpu_request.decision,
+            "events": events,
+            "can_decide": self.has_change_permission(request) and gpu_request.status == "pending_approval",
+            "is_own": gpu_request.requested_by_id == request.user.pk,
+            "approve_url": reverse(f"admin:intake_{self.model._meta.model_name}_approve", args=[gpu_request.pk]),
+            "reject_url": reverse(f"admin:intake_{self.model._meta.model_name}_reject", args=[gpu_request.pk]),
+            "extra_sections": self.review_sections(request, gpu_request),
+        }
+        return TemplateResponse(request, "admin/intake/review.html", context)
+
+    def review_sections(self, request, gpu_request) -> list:
+        """Further read-only sections of the review page (fit, manifests...); extended by later features."""
+        return []
+
+    def _decide(self, request, pk, service, verb):
+        if request.method != "POST":
+            return HttpResponseRedirect(reverse(f"admin:intake_{self.model._meta.model_name}_change", args=[pk]))
+        try:
+            service(user=request.user, request_id=pk, comment=request.POST.get("comment", ""))
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(reverse(f"admin:intake_{self.model._meta.model_name}_change", args=[pk]))
+        messages.success(request, f"Request #{pk} {verb}.")
+        return HttpResponseRedirect(reverse("admin:intake_pendingapproval_changelist"))
+
+    def approve_view(self, request, pk):
+        return self._decide(request, pk, services.request_approve, "approved")
+
+    def reject_view(self, request, pk):
+        return self._decide(request, pk, services.request_reject, "rejected")
+
+
+@admin.register(PendingApproval)
+class PendingApprovalAdmin(GpuRequestAdmin):
+    list_display = ["id", "name", "team", "summary", "strategy", "requested_by", "created_at", "review"]
+    list_filter = ["workload_class", "strategy", "team"]
+    ordering = ["created_at"]  # oldest first: a queue
+    actions = ["approve_selected"]
+
+    @admin.display(description="what they would get")
+    def summary(self, obj):
+        return obj.decision.get("summary", "")
+
+    @admin.display(description="")
+    def review(self, obj):
+        return format_html('<a class="button" href="{}">Review</a>',
+                           reverse("admin:intake_pendingapproval_change", args=[obj.pk]))
+
+    @admin.action(description="Approve the selected requests")
+    def approve_selected(self, request, queryset):
+        approved = 0
+        for gpu_request in queryset:
+            try:
+                services.request_approve(user=request.user, request_id=gpu_request.pk, comment="Approved from the queue.")
+                approved += 1
+            except DomainError as exc:
+                messages.error(request, f"#{gpu_request.pk} {gpu_request.name}: {exc.message}")
+        if approved:
+            messages.success(request, f"{approved} request(s) approved.")
+
+
+class RuleInline(PlatformAdminMixin, admin.StackedInline):
+    model = Rule
+    extra = 0
+    finance_can_view = True
+    fields = [("key", "kind", "position", "owner"), ("match", "outcome"), "rationale", ("signed_off_by", "signed_off_at")]
+    readonly_fields = ["signed_off_by", "signed_off_at"]
+
+    def _editable(self, obj):
+        return obj is None or obj.is_editable
+
+    def has_add_permission(self, request, obj=None):
+        return super().has_add_permission(request) and self._editable(obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request) and self._editable(obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request) and self._editable(obj)
+
+
+@admin.register(PolicyVersion)
+class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    finance_can_view = True
+    list_display = ["number", "status", "notes", "signed_off_by_name", "signed_off_at", "created_at"]
+    list_filter = ["status"]
+    fields = ["number", "status", "notes", "based_on", "created_by", "signed_off_by_name", "signed_off_at"]
+    readonly_fields = ["number", "status", "based_on", "created_by", "signed_off_by_name", "signed_off_at"]
+    inlines = [RuleInline]
+    actions = ["new_draft", "sign_off"]
+
+    def has_add_permission(self, request, *args):
+        return False  # versions are created with the "new draft" action, so each has a parent
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request) and obj is not None and obj.status == PolicyStatus.DRAFT
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and not obj.is_editable:
+            return [*self.readonly_fields, "notes"]
+        return self.readonly_fields
+
+    @admin.action(description="Create a new draft from the selected version")
+    def new_draft(self, request, queryset):
+        if queryset.count() != 1:
+            messages.error(request, "Select exactly one version to start a draft from.")
+            return None
+        draft = services.policy_version_draft_create(user=request.user, based_on=queryset.get())
+        messages.success(request, f"Draft v{draft.number} created; edit its rules, then sign it off.")
+        return HttpResponseRedirect(reverse("admin:intake_policyversion_change", args=[draft.pk]))
+
+    @admin.action(description="Sign off the selected draft (it becomes the policy in force)")
+    def sign_off(self, request, queryset):
+        for version in queryset:
+            try:
+                services.policy_version_sign_off(user=request.user, version_id=version.pk)
+                messages.success(request, f"Policy v{version.number} signed off and in force.")
+            except DomainError as exc:
+                messages.error(request, f"v{version.number}: {exc.message}")

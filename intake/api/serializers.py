@@ -1,0 +1,170 @@
+"""HTTP shapes of the intake API. Validation of answers is the questionnaire's (intake.answers); these
+serializers only describe and carry it."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal.models import Team, slug_validator
+
+from ..answers import AnswersInvalid, normalise_answers
+from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind
+from ..models import GpuRequest, PolicyVersion, RequestEvent, Rule
+from ..questionnaire import QUESTIONS, Question
+
+STRATEGY_CHOICES = ["whole_gpu", "mig", "time_slicing"]
+
+
+def _field_for(question: Question) -> serializers.Field:
+    common = {"required": question.required, "help_text": question.help, "label": question.label}
+    if not question.required:
+        common["allow_null"] = True
+    if question.kind == "choice":
+        return serializers.ChoiceField(choices=[o.value for o in question.options], **common)
+    if question.kind == "integer":
+        return serializers.IntegerField(min_value=question.minimum, max_value=question.maximum, **common)
+    if question.kind == "number":
+        return serializers.FloatField(min_value=question.minimum, max_value=question.maximum, **common)
+    if question.kind == "image":
+        return serializers.CharField(max_length=question.max_length, **common)
+    return serializers.ListField(
+        child=serializers.CharField(max_length=question.max_length, allow_blank=True),
+        max_length=question.max_items,
+        **common,
+    )
+
+
+class _AnswersSerializerBase(serializers.Serializer):
+    def to_internal_value(self, data):
+        try:
+            return normalise_answers(data)
+        except AnswersInvalid as exc:
+            raise serializers.ValidationError(exc.errors) from None
+
+    def to_representation(self, instance):
+        return dict(instance)
+
+
+# Fields generated from the questionnaire (they document the schema); validation delegates to
+# `normalise_answers`, so the API, the web form and the services apply one rule set.
+AnswersSerializer = type(
+    "AnswersSerializer", (_AnswersSerializerBase,), {q.key: _field_for(q) for q in QUESTIONS}
+)
+
+
+class ReasonSerializer(serializers.Serializer):
+    field = serializers.CharField(help_text="the decision field this reason explains")
+    text = serializers.CharField()
+    source = serializers.ChoiceField(
+        choices=ReasonSource.values + ["answer"],
+        help_text="policy: a rule decided; answer: you asked for it; default: nothing decided, inherited",
+    )
+    rule = serializers.CharField(allow_null=True)
+
+
+class GangSerializer(serializers.Serializer):
+    min_members = serializers.IntegerField()
+    backend = serializers.CharField()
+
+
+class DriverSerializer(serializers.Serializer):
+    min_major = serializers.IntegerField()
+
+
+class DecisionSerializer(serializers.Serializer):
+    strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES)
+    gpu_model = serializers.CharField()
+    gpu_product = serializers.CharField()
+    mig_profile = serializers.CharField(allow_null=True)
+    gpus_per_replica = serializers.IntegerField()
+    replicas = serializers.IntegerField()
+    memory_isolation = serializers.ChoiceField(choices=MemoryIsolation.values)
+    fabric_isolation = serializers.ChoiceField(choices=FabricIsolation.values)
+    gang = GangSerializer(allow_null=True)
+    driver = DriverSerializer(allow_null=True)
+    cluster = serializers.CharField()
+    node_pool = serializers.CharField()
+    scheduling_model = serializers.CharField()
+    policy_version = serializers.IntegerField()
+    rule = serializers.CharField(allow_null=True, help_text="the route rule that decided; null = platform default")
+    guardrails = serializers.ListField(child=serializers.CharField())
+    auto_approve = serializers.BooleanField()
+    gpu_equivalents_per_replica = serializers.FloatField()
+    gpu_equivalents = serializers.FloatField()
+    reasons = ReasonSerializer(many=True)
+    summary = serializers.CharField(help_text="the decision in plain words")
+
+
+class TeamAnswersInputSerializer(serializers.Serializer):
+    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
+    answers = AnswersSerializer()
+
+
+class RequestCreateInputSerializer(TeamAnswersInputSerializer):
+    name = serializers.CharField(max_length=63, validators=[slug_validator])
+
+
+class PreviewSerializer(serializers.Serializer):
+    decision = DecisionSerializer()
+
+
+class CommentInputSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")
+
+
+class RequestEventSerializer(serializers.ModelSerializer):
+    actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    kind = serializers.ChoiceField(choices=EventKind.choices, read_only=True)
+
+    class Meta:
+        model = RequestEvent
+        fields = ["kind", "actor", "from_status", "to_status", "comment", "reason", "at"]
+
+
+class RequestSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
+    answers = AnswersSerializer(read_only=True)
+    decision = DecisionSerializer(read_only=True)
+    policy_version = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    events = RequestEventSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = GpuRequest
+        fields = [
+            "id",
+            "name",
+            "team",
+            "status",
+            "workload_class",
+            "strategy",
+            "answers",
+            "defaulted_answers",
+            "decision",
+            "policy_version",
+            "requested_by",
+            "created_at",
+            "updated_at",
+            "events",
+        ]
+        read_only_fields = fields
+
+
+class RuleSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(choices=RuleKind.choices)
+
+    class Meta:
+        model = Rule
+        fields = ["key", "kind", "position", "match", "outcome", "rationale", "owner", "signed_off_by", "signed_off_at"]
+        read_only_fields = fields
+
+
+class PolicyVersionSerializer(serializers.ModelSerializer):
+    status = serializers.ChoiceField(choices=PolicyStatus.choices)
+    signed_off_by = serializers.CharField(source="signed_off_by_name")
+    rules = RuleSerializer(many=True)
+
+    class Meta:
+        model = PolicyVersion
+        fields = ["number", "status", "notes", "signed_off_by", "signed_off_at", "activated_at", "rules"]
+        read_only_fields = fields

@@ -1,0 +1,94 @@
+"""Thin API views: validate the HTTP shape, call one service or selector, serialize."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import selectors, services
+from ..filtersets import RequestFilterSet
+from ..questionnaire import questionnaire_definition
+from .serializers import (
+    CommentInputSerializer,
+    PolicyVersionSerializer,
+    PreviewSerializer,
+    RequestCreateInputSerializer,
+    RequestSerializer,
+    TeamAnswersInputSerializer,
+)
+
+
+class QuestionnaireView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="The questionnaire: questions and JSON Schema")
+    def get(self, request):
+        return Response(questionnaire_definition())
+
+
+class PreviewView(APIView):
+    @extend_schema(request=TeamAnswersInputSerializer, responses={200: PreviewSerializer},
+                   summary="What you would get for these answers; stores nothing")
+    def post(self, request):
+        data = TeamAnswersInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        evaluation = services.request_preview(
+            user=request.user, team=data.validated_data["team"], raw_answers=data.validated_data["answers"]
+        )
+        return Response(PreviewSerializer({"decision": evaluation.decision}).data)
+
+
+class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = RequestSerializer
+    filterset_class = RequestFilterSet
+
+    def get_queryset(self):
+        return selectors.request_list(user=self.request.user)
+
+    def get_object(self):
+        return selectors.request_get(user=self.request.user, request_id=self.kwargs["pk"])
+
+    @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestSerializer})
+    def create(self, request):
+        data = RequestCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        gpu_request = services.request_submit(
+            user=request.user,
+            team=data.validated_data["team"],
+            name=data.validated_data["name"],
+            raw_answers=data.validated_data["answers"],
+        )
+        fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
+        return Response(RequestSerializer(fresh).data, status=status.HTTP_201_CREATED)
+
+    def _transition(self, request, pk, service, **kwargs):
+        data = CommentInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"], **kwargs)
+        fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
+        return Response(RequestSerializer(fresh).data)
+
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        return self._transition(request, pk, services.request_approve)
+
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @action(detail=True, methods=["post"])
+    def reject(self, request, pk=None):
+        return self._transition(request, pk, services.request_reject)
+
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        return self._transition(request, pk, services.request_cancel)
+
+
+class PolicyView(APIView):
+    @extend_schema(responses={200: PolicyVersionSerializer}, summary="The routing policy in force, with its rules")
+    def get(self, request):
+        return Response(PolicyVersionSerializer(selectors.policy_current()).data)
+
+
+__all__ = ["OpenApiParameter"]

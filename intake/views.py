@@ -1,0 +1,114 @@
+"""Server-rendered pages for engineers: the questionnaire with a live preview, their requests, a request."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.errors import DomainError, NotFound
+from portal.roles import is_platform
+from portal.selectors import team_list_requestable, team_list_visible
+
+from . import selectors, services
+from .choices import REQUEST_TERMINAL, RequestStatus
+from .forms import RequestForm
+
+
+def _requestable_teams(user):
+    return team_list_requestable(user=user)
+
+
+@login_required
+def home(request):
+    return redirect("web:request-list")
+
+
+@login_required
+def request_list(request):
+    filters = {key: request.GET.getlist(key) if key == "status" else request.GET.get(key)
+               for key in ("status", "team", "workload_class") if request.GET.get(key)}
+    page = Paginator(selectors.request_list(user=request.user, filters=filters), 25).get_page(request.GET.get("page"))
+    return render(request, "intake/request_list.html", {
+        "page": page, "statuses": RequestStatus.choices, "filters": filters,
+        "teams": team_list_visible(user=request.user),
+    })
+
+
+@login_required
+def request_new(request):
+    teams = _requestable_teams(request.user)
+    if not teams.exists():
+        messages.error(request, "You are not an engineer in any team, so you cannot request GPUs.")
+        return redirect("web:request-list")
+    form = RequestForm(request.POST or None, teams=teams)
+    if request.method == "POST" and form.is_valid():
+        try:
+            gpu_request = services.request_submit(
+                user=request.user, team=form.cleaned_data["team"], name=form.cleaned_data["name"],
+                raw_answers=form.raw_answers(),
+            )
+        except DomainError as exc:
+            _attach_error(form, exc)
+        else:
+            messages.success(request, f"Request {gpu_request.name} submitted: {gpu_request.get_status_display()}.")
+            return redirect("web:request-detail", pk=gpu_request.pk)
+    return render(request, "intake/request_form.html", {"form": form})
+
+
+def _attach_error(form, exc: DomainError) -> None:
+    errors = exc.as_field_errors() if exc.field else {None: [exc.message]}
+    for key, value in errors.items():
+        if isinstance(value, dict):  # nested under "answers"
+            for field, msgs in value.items():
+                form.add_error(field if field in form.fields else None, " ".join(msgs))
+        else:
+            form.add_error(key if key in form.fields else None, " ".join(value))
+
+
+@login_required
+@require_POST
+def request_preview(request):
+    """htmx fragment: the decision for the answers so far, or why there is none yet."""
+    form = RequestForm(request.POST, teams=_requestable_teams(request.user), require_name=False)
+    context = {}
+    if form.is_valid():
+        try:
+            evaluation = services.request_preview(
+                user=request.user, team=form.cleaned_data["team"], raw_answers=form.raw_answers()
+            )
+            context["decision"] = evaluation.decision
+        except DomainError as exc:
+            errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
+            context["errors"] = errors.get("answers", errors)
+    else:
+        context["errors"] = {key: list(value) for key, value in form.errors.items()}
+    return render(request, "intake/_preview.html", context)
+
+
+@login_required
+def request_detail(request, pk):
+    try:
+        gpu_request = selectors.request_get(user=request.user, request_id=pk)
+    except NotFound:
+        return render(request, "404.html", status=404)
+    return render(request, "intake/request_detail.html", {
+        "gpu_request": gpu_request,
+        "decision": gpu_request.decision,
+        "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
+        "is_platform": is_platform(request.user),
+    })
+
+
+@login_required
+@require_POST
+def request_cancel(request, pk):
+    try:
+        services.request_cancel(user=request.user, request_id=pk, comment=request.POST.get("comment", ""))
+        messages.success(request, "Request cancelled.")
+    except NotFound:
+        return render(request, "404.html", status=404)
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("web:request-detail", pk=pk)

@@ -1,0 +1,37 @@
+"""Admin access by role rather than per-model Django permissions: the platform team operates the admin;
+finance may look at what it is allowed to read; engineers use the portal pages and the API."""
+from __future__ import annotations
+
+from .roles import is_finance, is_platform
+
+
+class PlatformAdminMixin:
+    """Platform team: full access. Others: none."""
+
+    finance_can_view = False
+
+    def has_module_permission(self, request):
+        return is_platform(request.user) or (self.finance_can_view and is_finance(request.user))
+
+    def has_view_permission(self, request, obj=None):
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request, *args):
+        return is_platform(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return is_platform(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return is_platform(request.user)
+
+
+class ReadOnlyAdminMixin(PlatformAdminMixin):
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

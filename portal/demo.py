@@ -1,0 +1,125 @@
+"""Demo data for the quickstart: teams, people, a declared cluster inventory and a few requests, all made
+through the same services a real user goes through. Idempotent."""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from intake.choices import RequestStatus
+from intake.models import GpuRequest
+from intake.services import request_approve, request_reject, request_submit
+from provisioning.inventory import cluster_declare
+
+from .models import Team
+from .services import team_upsert, user_upsert
+
+DEMO_PASSWORD = "gpu-portal-demo"
+
+TEAMS = [
+    ("vision", "Computer Vision", "CC-1001"),
+    ("nlp", "Language Models", "CC-1002"),
+    ("recsys", "Recommendations", "CC-2040"),
+]
+
+USERS = [
+    ("alice", "engineer", ["vision"]),
+    ("bob", "engineer", ["nlp"]),
+    ("carol", "engineer", ["recsys", "vision"]),
+    ("pat", "platform", []),
+    ("quinn", "platform", []),
+    ("fiona", "finance", []),
+]
+
+CLUSTERS = [
+    {
+        "name": "gpu-east",
+        "description": "Demo: H100 training, H200 MIG inference, L40S time-sliced notebooks",
+        "kubernetes_version": "1.35",
+        "scheduling_model": "device_plugin",
+        "gang_scheduler": "volcano",
+        "applier": "gitops",
+        "pools": [
+            {"name": "h100-train", "gpu_model": "H100-80GB", "node_count": 4, "gpus_per_node": 8,
+             "sharing_mode": "exclusive", "driver_version": "570.124.06",
+             "nvlink_domain": "7b968a6d-0c2e-4b1a-9c51-2f0e8d1b7e11.1",
+             "node_selector": {"gpu-portal.io/pool": "h100-train"},
+             "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+            {"name": "h200-mig", "gpu_model": "H200-141GB", "node_count": 2, "gpus_per_node": 8,
+             "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-balanced",
+             "driver_version": "570.124.06", "node_selector": {"gpu-portal.io/pool": "h200-mig"}},
+            {"name": "a100-mig-small", "gpu_model": "A100-80GB", "node_count": 2, "gpus_per_node": 8,
+             "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-1g.10gb",
+             "driver_version": "550.90.07", "node_selector": {"gpu-portal.io/pool": "a100-mig-small"}},
+            {"name": "l40s-shared", "gpu_model": "L40S-48GB", "node_count": 2, "gpus_per_node": 4,
+             "sharing_mode": "time_slicing", "time_slicing_replicas": 4, "time_slicing_renamed": True,
+             "device_plugin_config": "ts-4", "driver_version": "550.90.07",
+             "node_selector": {"gpu-portal.io/pool": "l40s-shared"}},
+        ],
+    },
+    {
+        "name": "gpu-west",
+        "description": "Demo: B200 on Dynamic Resource Allocation with the native Workload API",
+        "kubernetes_version": "1.36",
+        "scheduling_model": "dra",
+        "gang_scheduler": "native",
+        "applier": "gitops",
+        "pools": [
+            {"name": "b200-train", "gpu_model": "B200-180GB", "node_count": 2, "gpus_per_node": 8,
+             "sharing_mode": "exclusive", "driver_version": "580.65.06",
+             "nvlink_domain": "c0ffee00-1111-2222-3333-444455556666.1",
+             "node_selector": {"gpu-portal.io/pool": "b200-train"}},
+        ],
+    },
+]
+
+REQUESTS = [
+    # (team, name, requester, answers, then)
+    ("vision", "resnet-sweep", "alice", {"workload_class": "training", "tenancy": "dedicated", "latency": "batch",
+     "gpu_memory_gb": 60, "gpus_per_replica": 8, "replicas": 4, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+     "command": ["torchrun", "train.py"], "expected_hours": 12}, None),
+    ("nlp", "chat-serving", "bob", {"workload_class": "inference", "tenancy": "multi_tenant",
+     "latency": "latency_sensitive", "gpu_memory_gb": 16, "replicas": 2,
+     "image": "nvcr.io/nvidia/tritonserver:25.01-py3", "expected_hours": 720}, "approve"),
+    ("nlp", "tokenizer-notebook", "bob", {"workload_class": "development", "tenancy": "multi_tenant",
+     "latency": "batch", "gpu_memory_gb": 8, "image": "jupyter/base-notebook:latest"}, None),
+    ("recsys", "patient-embeddings", "carol", {"workload_class": "development", "tenancy": "multi_tenant",
+     "latency": "batch", "data_sensitivity": "regulated", "gpu_memory_gb": 10,
+     "image": "nvcr.io/nvidia/pytorch:25.01-py3"}, None),
+    ("recsys", "ranker-batch", "carol", {"workload_class": "inference", "tenancy": "dedicated", "latency": "batch",
+     "gpu_memory_gb": 30, "image": "ghcr.io/example/ranker:1.4.2", "expected_hours": 6}, "reject"),
+]
+
+
+@transaction.atomic
+def load_demo() -> dict:
+    for slug, name, cost_center in TEAMS:
+        team_upsert(slug=slug, name=name, cost_center=cost_center)
+    users = {}
+    for username, role, teams in USERS:
+        user, token, _ = user_upsert(username=username, role=role, team_slugs=teams, password=DEMO_PASSWORD,
+                                     email=f"{username}@example.com")
+        users[username] = (user, token.key)
+    for spec in CLUSTERS:
+        spec = dict(spec)
+        cluster_declare(pools=spec.pop("pools"), **spec)
+    platform = users["pat"][0]
+    for team_slug, name, requester, answers, then in REQUESTS:
+        team = Team.objects.get(slug=team_slug)
+        if GpuRequest.objects.filter(team=team, name=name).exists():
+            continue
+        gpu_request = request_submit(user=users[requester][0], team=team, name=name, raw_answers=answers)
+        if then == "approve" and gpu_request.status == RequestStatus.PENDING_APPROVAL:
+            request_approve(user=platform, request_id=gpu_request.pk, comment="Demo: approved.")
+        elif then == "reject":
+            request_reject(user=platform, request_id=gpu_request.pk,
+                           comment="Demo: batch inference fits the nightly MIG window; resubmit as multi-tenant.")
+    return {name: token for name, (_, token) in users.items()}
+
+
+def demo_logins() -> list[tuple[str, str, str]]:
+    user_model = get_user_model()
+    rows = []
+    for username, role, teams in USERS:
+        if user_model.objects.filter(username=username).exists():
+            rows.append((username, role, ", ".join(teams) or "all teams"))
+    return rows

@@ -1,0 +1,57 @@
+from django.contrib import admin
+
+from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
+
+from .models import Cluster, GpuModel, MigProfile, NodePool
+
+
+class MigProfileInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = MigProfile
+    extra = 0
+    fields = ["name", "memory_gb", "compute_slices", "max_instances"]
+
+
+@admin.register(GpuModel)
+class GpuModelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The catalogue is shipped data (provisioning/data); `manage.py sync_catalogue` updates it."""
+
+    list_display = ["key", "product", "memory_gb", "family", "mig_total_slices", "mig_min_driver"]
+    inlines = [MigProfileInline]
+
+
+class NodePoolInline(PlatformAdminMixin, admin.StackedInline):
+    model = NodePool
+    extra = 0
+    fields = [
+        ("name", "gpu_model", "source"),
+        ("node_count", "gpus_per_node"),
+        ("sharing_mode", "mig_strategy", "mig_layout"),
+        ("time_slicing_replicas", "time_slicing_renamed", "device_plugin_config"),
+        ("driver_version", "nvlink_domain", "scheduling_model"),
+        ("node_selector", "taints"),
+    ]
+
+
+@admin.register(Cluster)
+class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """Credentials are not part of this form (ClusterCredential is never registered in the admin);
+    set them with `manage.py register_cluster`."""
+
+    list_display = ["name", "kubernetes_version", "scheduling_model", "gang_scheduler", "applier", "enabled"]
+    list_filter = ["scheduling_model", "gang_scheduler", "applier", "enabled"]
+    fields = [
+        "name",
+        "description",
+        ("kubernetes_version", "scheduling_model", "gang_scheduler", "gang_queue"),
+        ("applier", "api_server", "gitops_repo"),
+        "enabled",
+    ]
+    inlines = [NodePoolInline]
+
+
+@admin.register(NodePool)
+class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    list_display = ["__str__", "gpu_model", "sharing_mode", "mig_layout", "time_slicing_replicas", "node_count",
+                    "gpus_per_node", "driver_version", "source"]
+    list_filter = ["cluster", "sharing_mode", "gpu_model", "source"]
+    list_select_related = ["cluster", "gpu_model"]

@@ -1,0 +1,86 @@
+"""Shared fixtures: teams and people in each role, the demo inventory, API clients per persona."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from portal.demo import CLUSTERS
+from provisioning.inventory import cluster_declare
+from tests.factories import TeamFactory, make_user
+
+VALID_ANSWERS = {
+    "workload_class": "inference",
+    "tenancy": "multi_tenant",
+    "latency": "latency_sensitive",
+    "gpu_memory_gb": 16,
+    "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
+}
+
+
+@pytest.fixture
+def inventory(db):
+    """The demo clusters: gpu-east (1.35, device plugin, Volcano) and gpu-west (1.36, DRA, native gang)."""
+    clusters = []
+    for spec in CLUSTERS:
+        spec = dict(spec)
+        clusters.append(cluster_declare(pools=spec.pop("pools"), **spec))
+    return clusters
+
+
+@pytest.fixture
+def team_a(db):
+    return TeamFactory(slug="team-a", name="Team A", cost_center="CC-A")
+
+
+@pytest.fixture
+def team_b(db):
+    return TeamFactory(slug="team-b", name="Team B", cost_center="CC-B")
+
+
+@pytest.fixture
+def engineer(team_a):
+    return make_user("eve", "engineer", team_a)
+
+
+@pytest.fixture
+def engineer_b(team_b):
+    return make_user("oscar", "engineer", team_b)
+
+
+@pytest.fixture
+def platform_user(db):
+    return make_user("pat", "platform")
+
+
+@pytest.fixture
+def platform_user_2(db):
+    return make_user("quinn", "platform")
+
+
+@pytest.fixture
+def finance_user(db):
+    return make_user("fiona", "finance")
+
+
+def client_for(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {user.api_token}")
+    return client
+
+
+@pytest.fixture
+def api():
+    """`api(user)` -> an APIClient authenticated with that user's token; `api()` is anonymous."""
+    return client_for
+
+
+@pytest.fixture
+def valid_answers():
+    return dict(VALID_ANSWERS)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2 costs ~0.3 s a user; tests make many users and do not test hashing strength.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,104 @@
+"""The engineer's pages: questionnaire with live preview, my requests, a request, cancel; login/logout."""
+import pytest
+from django.test import Client
+
+from intake.models import GpuRequest
+from intake.services import request_submit
+from tests.conftest import VALID_ANSWERS
+
+pytestmark = pytest.mark.django_db
+
+FORM = {"team": None, "name": "web-svc", **{k: str(v) for k, v in VALID_ANSWERS.items()}}
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_pages_need_login(client):
+    response = client.get("/requests/new/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_login_page_and_login_work(client, engineer):
+    assert client.get("/accounts/login/").status_code == 200
+    response = client.post("/accounts/login/", {"username": "eve", "password": "pw-for-tests-1"})
+    assert response.status_code == 302
+    assert client.get("/requests/").status_code == 200
+
+
+def test_questionnaire_form_is_generated_from_the_definition(engineer, team_a, inventory):
+    page = login(engineer).get("/requests/new/").content.decode()
+    for key in ("workload_class", "tenancy", "latency", "data_sensitivity", "gpu_memory_gb", "replicas", "image"):
+        assert f'name="{key}"' in page
+    assert "default: 1" in page  # defaults shown, not pre-filled, so leaving them is visible as a default
+
+
+def test_live_preview_follows_the_answers(engineer, team_a, inventory):
+    client = login(engineer)
+    form = {**FORM, "team": team_a.pk}
+    small = client.post("/requests/preview/", form, HTTP_HX_REQUEST="true").content.decode()
+    assert "1g.18gb" in small and "source-default" in small
+    bigger = client.post("/requests/preview/", {**form, "gpu_memory_gb": "30"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "2g.35gb" in bigger
+    broken = client.post("/requests/preview/", {**form, "image": "bad image"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "image" in broken and "preview-error" in broken
+    assert GpuRequest.objects.count() == 0
+
+
+def test_submit_creates_the_request_and_shows_it(engineer, team_a, inventory):
+    client = login(engineer)
+    response = client.post("/requests/new/", {**FORM, "team": team_a.pk})
+    gpu_request = GpuRequest.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/requests/{gpu_request.pk}/"
+    page = client.get(response["Location"]).content.decode()
+    assert "Pending approval" in page and "hardware-isolated 1g.18gb slice" in page
+    assert sorted(gpu_request.defaulted_answers) == ["data_sensitivity", "gpus_per_replica", "replicas"]
+
+
+def test_submit_with_bad_answers_shows_field_errors_and_stores_nothing(engineer, team_a, inventory):
+    response = login(engineer).post("/requests/new/", {**FORM, "team": team_a.pk, "replicas": "10000", "name": "Bad Name"})
+    assert response.status_code == 200
+    assert set(response.context["form"].errors) >= {"replicas", "name"}
+    assert GpuRequest.objects.count() == 0
+
+
+def test_engineer_cannot_submit_for_another_team(engineer, team_b, inventory):
+    response = login(engineer).post("/requests/new/", {**FORM, "team": team_b.pk})
+    assert response.status_code == 200 and "team" in response.context["form"].errors
+    assert GpuRequest.objects.count() == 0
+
+
+def test_request_list_shows_only_my_teams(engineer, engineer_b, team_a, team_b, inventory):
+    request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
+    request_submit(user=engineer_b, team=team_b, name="theirs", raw_answers=VALID_ANSWERS)
+    page = login(engineer).get("/requests/").content.decode()
+    assert "mine" in page and "theirs" not in page
+
+
+def test_other_teams_request_page_is_404(engineer, engineer_b, team_b, inventory):
+    theirs = request_submit(user=engineer_b, team=team_b, name="theirs", raw_answers=VALID_ANSWERS)
+    assert login(engineer).get(f"/requests/{theirs.pk}/").status_code == 404
+    assert login(engineer).post(f"/requests/{theirs.pk}/cancel/").status_code == 404
+
+
+def test_cancel_from_the_request_page(engineer, team_a, inventory):
+    mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
+    response = login(engineer).post(f"/requests/{mine.pk}/cancel/", {"comment": "changed my mind"})
+    assert response.status_code == 302
+    mine.refresh_from_db()
+    assert mine.status == "cancelled" and mine.events.last().comment == "changed my mind"
+
+
+def test_forms_are_csrf_protected(engineer, team_a, inventory):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(engineer)
+    assert client.post("/requests/new/", {**FORM, "team": team_a.pk}).status_code == 403
+    assert GpuRequest.objects.count() == 0
+
+
+def test_finance_has_no_new_request_page(finance_user):
+    response = login(finance_user).get("/requests/new/")
+    assert response.status_code == 302
