@@ -29,7 +29,8 @@ pick_python() {
 }
 
 ensure_venv() {  # $1: pip extras, e.g. "[test]"
-  local extras="${1:-}" stamp="$VENV/.installed$extras"
+  local extras="${1:-}"
+  local stamp="$VENV/.installed$extras"
   if [ ! -x "$PY" ]; then
     log "creating virtual environment in $VENV"
     "$(pick_python)" -m venv "$VENV"
@@ -70,7 +71,8 @@ ensure_services() {
 }
 
 ensure_database() {
-  local name="${DATABASE_URL##*/}" server="${DATABASE_URL%/*}"
+  local name="${DATABASE_URL##*/}"
+  local server="${DATABASE_URL%/*}"
   name="${name%%\?*}"
   if ! psql "$server/postgres" -qAtc "select 1 from pg_database where datname = '$name'" | grep -q 1; then
     log "creating database $name"
