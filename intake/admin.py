@@ -15,6 +15,7 @@ from portal.errors import DomainError
 from . import services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
+from .selectors import request_answer_rows
 
 
 class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
@@ -75,6 +76,7 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
             "title": f"Review request #{gpu_request.pk}: {gpu_request.team.slug}/{gpu_request.name}",
             "gpu_request": gpu_request,
             "decision": gpu_request.decision,
+            "answer_rows": request_answer_rows(gpu_request),
             "events": events,
             "can_decide": self.has_change_permission(request) and gpu_request.status == "pending_approval",
             "is_own": gpu_request.requested_by_id == request.user.pk,

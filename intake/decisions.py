@@ -304,8 +304,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     else:
         reasons.add(
             "gpu_model",
-            f"{model.key} ({model.memory_gb} GB) is the smallest GPU in a {SHARING_MODE[strategy].replace('_', '-')} "
-            f"pool that holds {_gb(per_device)}.",
+            f"{model.key} ({model.memory_gb} GB) is the smallest GPU in a "
+            f"{'time-sliced' if strategy == TIME_SLICING else 'whole-GPU'} pool that holds {_gb(per_device)}.",
             source="default",
         )
     reasons.add(

@@ -61,3 +61,14 @@ def request_get(*, user, request_id) -> GpuRequest:
         return request_list(user=user).get(pk=request_id)
     except (GpuRequest.DoesNotExist, ValueError, TypeError):
         raise NotFound("No such request.") from None
+
+
+def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
+    """The answers in questionnaire order, labelled, with the defaulted ones marked (for pages)."""
+    from .questionnaire import QUESTIONS
+
+    defaulted = set(gpu_request.defaulted_answers)
+    return [
+        {"key": q.key, "label": q.label, "value": gpu_request.answers.get(q.key), "defaulted": q.key in defaulted}
+        for q in QUESTIONS
+    ]

@@ -96,6 +96,7 @@ def request_detail(request, pk):
     return render(request, "intake/request_detail.html", {
         "gpu_request": gpu_request,
         "decision": gpu_request.decision,
+        "answer_rows": selectors.request_answer_rows(gpu_request),
         "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
         "is_platform": is_platform(request.user),
     })
