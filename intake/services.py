@@ -64,9 +64,25 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
     return Evaluation(answers=answers, decision=decision, policy_version=version)
 
 
-def request_preview(*, user, team: Team, raw_answers) -> Evaluation:
+@dataclass(frozen=True)
+class Preview:
+    decision: dict
+    manifests: list[dict]
+
+
+def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> Preview:
+    """What the user would get, and the objects that would be applied (named as request #0). Stores nothing."""
+    from provisioning.manifests import RenderError
+    from provisioning.selectors import manifests_render
+
     _require_request_rights(user=user, team=team)
-    return request_evaluate(raw_answers=raw_answers)
+    evaluation = request_evaluate(raw_answers=raw_answers)
+    try:
+        manifests = manifests_render(team=team, request_id=0, name=name, answers=evaluation.answers.values,
+                                     decision=evaluation.decision)
+    except RenderError as exc:
+        raise InvalidInput(f"These answers cannot be turned into Kubernetes objects: {exc}", field="answers") from None
+    return Preview(decision=evaluation.decision, manifests=manifests)
 
 
 @transaction.atomic
@@ -132,7 +148,19 @@ def request_transition(*, request_id: int, to_status: str, actor, comment: str =
     events.event_transition(
         request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment
     )
+    _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
     return gpu_request
+
+
+def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
+    """Work a status change causes, recorded in this transaction and dispatched only after commit."""
+    from provisioning.choices import JobKind
+    from provisioning.services import allocation_enqueue
+
+    if to_status == RequestStatus.APPROVED:
+        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
+    elif to_status == RequestStatus.CANCELLED and gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
+        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
 
 
 def _visible_for_update(*, user, request_id) -> GpuRequest:

@@ -75,10 +75,12 @@ def request_preview(request):
     context = {}
     if form.is_valid():
         try:
-            evaluation = services.request_preview(
-                user=request.user, team=form.cleaned_data["team"], raw_answers=form.raw_answers()
+            preview = services.request_preview(
+                user=request.user, team=form.cleaned_data["team"], raw_answers=form.raw_answers(),
+                name=form.cleaned_data.get("name") or "preview",
             )
-            context["decision"] = evaluation.decision
+            context["decision"] = preview.decision
+            context["manifest_kinds"] = [f"{m['kind']} {m['metadata']['name']}" for m in preview.manifests]
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
             context["errors"] = errors.get("answers", errors)

@@ -158,10 +158,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "provisioning-sweep": {"task": "provisioning.allocation_sweep", "schedule": 60.0},
+}
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
+# Per-call timeout towards Kubernetes API servers, so no worker waits forever on a slow cluster.
+PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS", "20"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
 

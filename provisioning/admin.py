@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 
-from .models import Cluster, GpuModel, MigProfile, NodePool
+from .models import AppliedObject, Cluster, GpuModel, MigProfile, NodePool, ProvisioningJob
 
 
 class MigProfileInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -55,3 +55,19 @@ class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
                     "gpus_per_node", "driver_version", "source"]
     list_filter = ["cluster", "sharing_mode", "gpu_model", "source"]
     list_select_related = ["cluster", "gpu_model"]
+
+
+@admin.register(ProvisioningJob)
+class ProvisioningJobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "request", "kind", "cluster", "status", "attempts", "message", "updated_at"]
+    list_filter = ["status", "kind", "cluster"]
+    list_select_related = ["request__team", "cluster"]
+    search_fields = ["request__name", "message"]
+
+
+@admin.register(AppliedObject)
+class AppliedObjectAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["kind", "namespace", "name", "api_version", "cluster", "request", "applied_at", "deleted_at"]
+    list_filter = ["cluster", "kind"]
+    list_select_related = ["cluster", "request__team"]
+    search_fields = ["name", "namespace"]

@@ -53,3 +53,20 @@ class PoolSource(models.TextChoices):
 
 
 KUBERNETES_VERSIONS = ("1.34", "1.35", "1.36", "1.37")
+
+
+class JobKind(models.TextChoices):
+    APPLY = "apply", "Apply objects"
+    TEARDOWN = "teardown", "Delete objects"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    RETRYING = "retrying", "Waiting to retry"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Not needed any more"
+
+
+JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})

@@ -1,9 +1,20 @@
-"""Writes for the catalogue and the declared inventory."""
+"""Writes for the catalogue, and the allocation of requests: applying and tearing down their objects."""
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from intake import events
+from intake.choices import REQUEST_TRANSITIONS, RequestStatus
 
 from .catalogue import Catalogue, load_catalogue
+from .choices import JOB_FINISHED, Applier, JobKind, JobStatus
+from .models import AppliedObject, ClusterCredential, ProvisioningJob
 
 
 @transaction.atomic
@@ -38,3 +49,271 @@ def catalogue_sync(*, catalogue: Catalogue | None = None, gpu_model_cls=None, mi
                 },
             )
     return len(catalogue.models)
+
+
+@transaction.atomic
+def cluster_register(
+    *,
+    name: str,
+    server: str | None = None,
+    gitops_repo: str | None = None,
+    token: str | None = None,
+    ca_cert: str | None = None,
+    insecure_skip_tls_verify: bool = False,
+    **settings_fields,
+):
+    """Create or update a cluster target. Exactly one of `server` and `gitops_repo`. Returns (cluster, created)."""
+    from django.core.exceptions import ValidationError
+
+    from .models import Cluster
+
+    if bool(server) == bool(gitops_repo):
+        raise ValueError("give exactly one of --server and --gitops-repo")
+    defaults = dict(settings_fields)
+    if server:
+        defaults.update(applier=Applier.KUBERNETES, api_server=server, gitops_repo="")
+    else:
+        defaults.update(applier=Applier.GITOPS, gitops_repo=gitops_repo, api_server="")
+    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    for key, value in defaults.items():
+        setattr(cluster, key, value)
+    created = cluster.pk is None
+    try:
+        cluster.full_clean()
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+    cluster.save()
+    if server:
+        credential, _ = ClusterCredential.objects.get_or_create(cluster=cluster)
+        if token is not None:
+            credential.token = token
+        if ca_cert is not None:
+            credential.ca_cert = ca_cert
+        credential.insecure_skip_tls_verify = insecure_skip_tls_verify
+        credential.save()
+    return cluster, created
+
+
+# --- allocations: applying and tearing down a request's Kubernetes objects -------------------------------------
+#
+# An approval writes a queued ProvisioningJob in the same transaction (a transactional outbox) and dispatches the
+# Celery task after commit. The task calls `allocation_apply`; the beat sweep re-dispatches jobs whose message was
+# lost (broker down at commit time). Every step is idempotent: server-side apply and GitOps commits are no-ops the
+# second time, the job row is reused, AppliedObject rows are upserted.
+
+logger = logging.getLogger(__name__)
+
+TEAM_LEVEL_KINDS = {"Namespace", "ResourceQuota", "LocalQueue"}
+
+
+class AllocationError(Exception):
+    """A permanent failure: the request fails with this message."""
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    job_id: int
+    status: str
+    objects: int = 0
+    message: str = ""
+
+
+def _job_for(gpu_request, kind: str):
+    from .selectors import cluster_for_request
+
+    job, _ = ProvisioningJob.objects.select_for_update().get_or_create(
+        request=gpu_request, kind=kind, defaults={"cluster": cluster_for_request(gpu_request=gpu_request)}
+    )
+    return job
+
+
+@transaction.atomic
+def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
+    """Record that work is due (the outbox row) and dispatch it once this transaction commits."""
+    from . import tasks
+
+    job = _job_for(gpu_request, kind)
+    if job.status in JOB_FINISHED and kind == JobKind.TEARDOWN:
+        job.status, job.message, job.finished_at = JobStatus.QUEUED, "", None  # a later cancel tears down again
+    job.save()
+    task = tasks.allocation_apply if kind == JobKind.APPLY else tasks.allocation_teardown
+    transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=task))
+    return job
+
+
+def dispatch_job(*, job_id: int, task) -> bool:
+    """Send the job's task to the broker. A broker outage is not the user's problem: the job stays queued and
+    the beat sweep (`allocation_sweep`) sends it later."""
+
+    try:
+        task.apply_async(args=[job_id], retry=False)
+    except Exception as exc:  # noqa: BLE001 - kombu raises many connection error types
+        logger.warning("could not dispatch job %s, the sweep will retry: %s", job_id, exc)
+        return False
+    ProvisioningJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(dispatched_at=timezone.now())
+    return True
+
+
+def allocation_sweep(*, older_than_seconds: int = 60) -> int:
+    """Dispatch queued jobs that were never sent, or were sent long ago and never started."""
+    from . import tasks
+
+    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
+    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(
+        Q(dispatched_at__isnull=True, created_at__lt=cutoff) | Q(dispatched_at__lt=cutoff)
+    )
+    sent = 0
+    for job in stale.only("id", "kind"):
+        task = tasks.allocation_apply if job.kind == JobKind.APPLY else tasks.allocation_teardown
+        sent += dispatch_job(job_id=job.pk, task=task)
+    return sent
+
+
+def applier_for_cluster(cluster):
+    """The applier the cluster is configured for; credentials are read here and nowhere else."""
+    if cluster.applier == Applier.GITOPS:
+        from .appliers.gitops import GitOpsApplier
+
+        repo = cluster.gitops_repo or str(settings.PORTAL_DATA_DIR / "gitops" / cluster.name)
+        return GitOpsApplier(repo_path=repo, cluster_name=cluster.name, author="gpu-portal")
+    from .kube.apply import KubernetesApplier
+
+    return KubernetesApplier(cluster_connection(cluster))
+
+
+def cluster_connection(cluster):
+    from .kube.client import ClusterConnection
+
+    credential = ClusterCredential.objects.filter(cluster=cluster).first()
+    return ClusterConnection(
+        server=cluster.api_server,
+        token=credential.token if credential else "",
+        ca_cert=credential.ca_cert if credential else "",
+        insecure_skip_tls_verify=credential.insecure_skip_tls_verify if credential else False,
+        timeout_seconds=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
+    )
+
+
+def _start(*, job_id: int, kind: str):
+    """Lock the job and its request; move the request to provisioning on the first apply. Returns
+    (job, gpu_request) or None when there is nothing (more) to do."""
+    from intake.models import GpuRequest
+    from intake.services import request_transition
+
+
+    with transaction.atomic():
+        job = ProvisioningJob.objects.select_for_update().select_related("cluster").get(pk=job_id)
+        gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=job.request_id)
+        if job.status in JOB_FINISHED:
+            return None
+        if kind == JobKind.APPLY:
+            if gpu_request.status == RequestStatus.APPROVED:
+                request_transition(request_id=gpu_request.pk, to_status=RequestStatus.PROVISIONING, actor=None,
+                                   comment=f"Provisioning on {job.cluster.name} ({job.cluster.get_applier_display()}).")
+                gpu_request.refresh_from_db()
+            elif gpu_request.status != RequestStatus.PROVISIONING:
+                job.status, job.finished_at = JobStatus.CANCELLED, timezone.now()
+                job.message = f"Not applied: the request is {gpu_request.status}."
+                job.save()
+                return None
+        job.status, job.attempts = JobStatus.RUNNING, job.attempts + 1
+        job.started_at = job.started_at or timezone.now()
+        job.save()
+        return job, gpu_request
+
+
+def allocation_apply(*, job_id: int) -> ApplyOutcome:
+    """Render, validate and apply a request's objects. Raises the applier's transient errors for the task to
+    retry; permanent errors fail the job and the request with the reason."""
+    from .manifests import RenderError
+    from .manifests.validation import ManifestInvalid, validate_objects
+    from .selectors import request_manifests
+
+    started = _start(job_id=job_id, kind=JobKind.APPLY)
+    if started is None:
+        return ApplyOutcome(job_id=job_id, status="skipped")
+    job, gpu_request = started
+    try:
+        objects = request_manifests(gpu_request=gpu_request)
+        validate_objects(objects, job.cluster.kubernetes_version)
+    except (RenderError, ManifestInvalid) as exc:
+        allocation_fail(job_id=job.pk, message=f"The objects for this request could not be built: {exc}")
+        return ApplyOutcome(job_id=job.pk, status=JobStatus.FAILED, message=str(exc))
+    refs = applier_for_cluster(job.cluster).apply(objects)
+    count = allocation_record(job_id=job.pk, refs=refs, objects=objects)
+    return ApplyOutcome(job_id=job.pk, status=JobStatus.SUCCEEDED, objects=count)
+
+
+@transaction.atomic
+def allocation_record(*, job_id: int, refs, objects) -> int:
+
+
+    job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
+    now = timezone.now()
+    for ref in refs:
+        AppliedObject.objects.update_or_create(
+            cluster_id=job.cluster_id, api_version=ref.api_version, kind=ref.kind, namespace=ref.namespace or "",
+            name=ref.name,
+            defaults={"request": None if ref.kind in TEAM_LEVEL_KINDS else job.request, "uid": ref.uid or "",
+                      "resource_version": ref.resource_version or "", "applied_at": now, "deleted_at": None},
+        )
+    job.status, job.finished_at, job.message = JobStatus.SUCCEEDED, now, f"Applied {len(refs)} objects."
+    job.save()
+    summary = ", ".join(f"{o['kind']} {o['metadata']['name']}" for o in objects)
+    events.event_note(request=job.request, kind="cluster", reason="Applied",
+                      comment=f"{len(refs)} objects accepted by {job.cluster.name}: {summary}.")
+    if job.request.status == RequestStatus.CANCELLED:
+        # Cancelled while we were applying: take down what just arrived.
+        allocation_enqueue(gpu_request=job.request, kind=JobKind.TEARDOWN)
+    return len(refs)
+
+
+@transaction.atomic
+def allocation_retrying(*, job_id: int, message: str) -> None:
+
+    ProvisioningJob.objects.filter(pk=job_id).update(status=JobStatus.RETRYING, message=message,
+                                                     updated_at=timezone.now())
+
+
+@transaction.atomic
+def allocation_fail(*, job_id: int, message: str) -> None:
+    """The job failed for good: record why, and fail the request (if it was still being provisioned)."""
+    from intake.services import request_transition
+
+
+    job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
+    job.status, job.message, job.finished_at = JobStatus.FAILED, message, timezone.now()
+    job.save()
+    if job.kind == JobKind.APPLY and RequestStatus.FAILED in REQUEST_TRANSITIONS[job.request.status]:
+        request_transition(request_id=job.request_id, to_status=RequestStatus.FAILED, actor=None, comment=message)
+
+
+def allocation_teardown(*, job_id: int) -> ApplyOutcome:
+    """Delete everything the portal created for a request (by its labels), idempotently."""
+    from .manifests.labels import selector_for_request
+    from .selectors import request_manifests
+
+    started = _start(job_id=job_id, kind=JobKind.TEARDOWN)
+    if started is None:
+        return ApplyOutcome(job_id=job_id, status="skipped")
+    job, gpu_request = started
+    kinds = {(o.api_version, o.kind) for o in AppliedObject.objects.filter(request=gpu_request)}
+    try:
+        rendered = request_manifests(gpu_request=gpu_request)
+        kinds |= {(o["apiVersion"], o["kind"]) for o in rendered if o["kind"] not in TEAM_LEVEL_KINDS}
+        namespaces = sorted({o["metadata"]["namespace"] for o in rendered if o["metadata"].get("namespace")})
+    except Exception:  # noqa: BLE001 - the pool may be gone; fall back to what was recorded
+        namespaces = sorted({o.namespace for o in AppliedObject.objects.filter(request=gpu_request) if o.namespace})
+    refs = applier_for_cluster(job.cluster).delete(
+        selector_for_request(gpu_request.pk, settings.PORTAL_LABEL_DOMAIN), namespaces=namespaces,
+        kinds=sorted(kinds),
+    )
+    with transaction.atomic():
+        AppliedObject.objects.filter(request=gpu_request, deleted_at__isnull=True).update(deleted_at=timezone.now())
+    
+        events.event_note(request=gpu_request, kind="cluster", reason="Deleted",
+                          comment=f"Removed {len(refs)} objects from {job.cluster.name}.")
+    
+        ProvisioningJob.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, finished_at=timezone.now(),
+                                                         message=f"Deleted {len(refs)} objects.")
+    return ApplyOutcome(job_id=job.pk, status=JobStatus.SUCCEEDED, objects=len(refs))

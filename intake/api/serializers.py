@@ -103,8 +103,14 @@ class RequestCreateInputSerializer(TeamAnswersInputSerializer):
     name = serializers.CharField(max_length=63, validators=[slug_validator])
 
 
+class PreviewInputSerializer(TeamAnswersInputSerializer):
+    name = serializers.CharField(max_length=63, validators=[slug_validator], required=False,
+                                 help_text="optional; used to name the previewed objects")
+
+
 class PreviewSerializer(serializers.Serializer):
     decision = DecisionSerializer()
+    manifests = serializers.ListField(child=serializers.DictField(), help_text="the Kubernetes objects, in apply order")
 
 
 class CommentInputSerializer(serializers.Serializer):
@@ -120,6 +126,26 @@ class RequestEventSerializer(serializers.ModelSerializer):
         fields = ["kind", "actor", "from_status", "to_status", "comment", "reason", "at"]
 
 
+class AppliedObjectSerializer(serializers.Serializer):
+    api_version = serializers.CharField()
+    kind = serializers.CharField()
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+    uid = serializers.CharField()
+    applied_at = serializers.DateTimeField()
+    deleted_at = serializers.DateTimeField(allow_null=True)
+
+
+class ProvisioningJobSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    cluster = serializers.CharField(source="cluster.name")
+    status = serializers.CharField()
+    attempts = serializers.IntegerField()
+    message = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
 class RequestSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -128,6 +154,8 @@ class RequestSerializer(serializers.ModelSerializer):
     decision = DecisionSerializer(read_only=True)
     policy_version = serializers.SlugRelatedField(slug_field="number", read_only=True)
     events = RequestEventSerializer(many=True, read_only=True)
+    provisioning = ProvisioningJobSerializer(source="provisioning_jobs", many=True, read_only=True)
+    objects = AppliedObjectSerializer(source="applied_objects", many=True, read_only=True)
 
     class Meta:
         model = GpuRequest
@@ -146,6 +174,8 @@ class RequestSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "events",
+            "provisioning",
+            "objects",
         ]
         read_only_fields = fields
 

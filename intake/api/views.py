@@ -5,8 +5,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from portal.api.renderers import MultiDocumentYAMLRenderer
+from provisioning import selectors as provisioning_selectors
 
 from .. import selectors, services
 from ..filtersets import RequestFilterSet
@@ -14,10 +18,10 @@ from ..questionnaire import questionnaire_definition
 from .serializers import (
     CommentInputSerializer,
     PolicyVersionSerializer,
+    PreviewInputSerializer,
     PreviewSerializer,
     RequestCreateInputSerializer,
     RequestSerializer,
-    TeamAnswersInputSerializer,
 )
 
 
@@ -28,15 +32,18 @@ class QuestionnaireView(APIView):
 
 
 class PreviewView(APIView):
-    @extend_schema(request=TeamAnswersInputSerializer, responses={200: PreviewSerializer},
-                   summary="What you would get for these answers; stores nothing")
+    @extend_schema(request=PreviewInputSerializer, responses={200: PreviewSerializer},
+                   summary="What you would get for these answers, and the Kubernetes objects; stores nothing")
     def post(self, request):
-        data = TeamAnswersInputSerializer(data=request.data)
+        data = PreviewInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        evaluation = services.request_preview(
-            user=request.user, team=data.validated_data["team"], raw_answers=data.validated_data["answers"]
+        preview = services.request_preview(
+            user=request.user,
+            team=data.validated_data["team"],
+            raw_answers=data.validated_data["answers"],
+            name=data.validated_data.get("name") or "preview",
         )
-        return Response(PreviewSerializer({"decision": evaluation.decision}).data)
+        return Response(PreviewSerializer({"decision": preview.decision, "manifests": preview.manifests}).data)
 
 
 class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -69,6 +76,16 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
         return Response(RequestSerializer(fresh).data)
 
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        parameters=[OpenApiParameter("format", str, enum=["json", "yaml"], description="yaml: multi-document")],
+        summary="The Kubernetes objects of this request, in the order they are applied",
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, MultiDocumentYAMLRenderer])
+    def manifests(self, request, pk=None):
+        gpu_request = self.get_object()
+        return Response(provisioning_selectors.request_manifests(gpu_request=gpu_request))
+
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
@@ -90,5 +107,3 @@ class PolicyView(APIView):
     def get(self, request):
         return Response(PolicyVersionSerializer(selectors.policy_current()).data)
 
-
-__all__ = ["OpenApiParameter"]

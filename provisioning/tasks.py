@@ -1,0 +1,54 @@
+"""Celery entry points for provisioning: load by id, call the service, classify errors. No business rules."""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from . import services
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 6
+BACKOFF_BASE_SECONDS = 5
+BACKOFF_CAP_SECONDS = 300
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return max(delay, retry_after or 0)
+
+
+def _run(task, service, job_id: int):
+    from .kube.errors import PermanentKubeError, TransientKubeError
+
+    try:
+        return service(job_id=job_id).status
+    except TransientKubeError as exc:
+        attempt = task.request.retries + 1
+        if attempt >= MAX_ATTEMPTS:
+            services.allocation_fail(job_id=job_id, message=f"Gave up after {attempt} attempts: {exc}")
+            return "failed"
+        services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
+        raise task.retry(countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
+    except PermanentKubeError as exc:
+        services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
+        return "failed"
+
+
+@shared_task(bind=True, name="provisioning.allocation_apply", max_retries=MAX_ATTEMPTS, acks_late=True,
+             soft_time_limit=600, time_limit=660)
+def allocation_apply(self, job_id: int) -> str:
+    return _run(self, services.allocation_apply, job_id)
+
+
+@shared_task(bind=True, name="provisioning.allocation_teardown", max_retries=MAX_ATTEMPTS, acks_late=True,
+             soft_time_limit=600, time_limit=660)
+def allocation_teardown(self, job_id: int) -> str:
+    return _run(self, services.allocation_teardown, job_id)
+
+
+@shared_task(name="provisioning.allocation_sweep")
+def allocation_sweep() -> int:
+    """Beat: dispatch jobs whose message never reached the broker."""
+    return services.allocation_sweep()
