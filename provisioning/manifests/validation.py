@@ -115,13 +115,21 @@ def _crd_validator(api_version: str, kind: str) -> jsonschema.protocols.Validato
     return jsonschema.Draft7Validator(strict_schema(copy.deepcopy(schema)))
 
 
+def _is_builtin_group(api_version: str) -> bool:
+    group = api_version.rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")  # core, apps, batch, policy, *.k8s.io
+
+
 def _validator_for(obj: dict, minor: int) -> jsonschema.protocols.Validator | None:
     api_version = obj.get("apiVersion", "")
-    group = api_version.rpartition("/")[0]
-    # Built-in groups are "" (core) or end in k8s.io / are dotless (apps, batch, policy).
-    if "." not in group or group.endswith(".k8s.io"):
-        return _builtin_validator(minor, _schema_file_name(obj))
-    return _crd_validator(api_version, obj.get("kind", ""))
+    validator = None
+    # Only built-in groups may use the kubernetes-validate files: their names drop the group's domain, so
+    # `scheduling.volcano.sh/v1beta1` PodGroup would otherwise be checked as `scheduling.k8s.io/v1beta1` PodGroup.
+    if _is_builtin_group(api_version):
+        validator = _builtin_validator(minor, _schema_file_name(obj))
+    if validator is None:  # custom resources, including CRDs in *.k8s.io groups
+        validator = _crd_validator(api_version, obj.get("kind", ""))
+    return validator
 
 
 # --- metadata (apiserver rules the schemas do not carry) -------------------------------------------------------

@@ -158,3 +158,14 @@ def test_gang_request_validates_on_every_backend_with_a_smaller_minimum():
     objects = render(request, case.cluster)
     assert validate_objects(objects, "1.37") == len(objects)
     assert _one(objects, "PodGroup")["spec"]["minMember"] == 2
+
+
+def test_volcano_pod_group_on_1_37_is_checked_against_its_crd_not_the_native_pod_group():
+    # kubernetes-validate names schema files without the group domain, so on 1.37 it would check this object
+    # against scheduling.k8s.io/v1beta1 PodGroup and reject it; custom groups must go to the CRD schemas.
+    pod_group = _one(_objects("whole_gpu-device_plugin-volcano-1.37-training_gang-plain"), "PodGroup")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(pod_group, "1.37.0", strict=True)
+    assert validate_objects([pod_group], "1.37") == 1
+    pod_group["spec"]["minAvailable"] = 4
+    assert any("minAvailable" in p.message for p in _problems(pod_group, "1.37").problems)
