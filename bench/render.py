@@ -9,6 +9,7 @@ render", `json.dumps` of the same objects, per request. Validation is not part o
 rate is shown for reference (appliers may validate at apply time). Needs no Django settings and no database.
 Target: >= 500 renders/s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,8 +81,10 @@ def main() -> int:
     validate_rate = rate(lambda item: validate_objects(*item), list(zip(rendered_all, versions)), **kw)
 
     print(f"Manifest renderer benchmark: Python {platform.python_version()}, {pinning}")
-    print(f"{len(renderable)} renderable matrix requests; {objects} request objects "
-          f"({objects_all} with team objects); best of {args.rounds} rounds of >= {args.min_seconds:g} s\n")
+    print(
+        f"{len(renderable)} renderable matrix requests; {objects} request objects "
+        f"({objects_all} with team objects); best of {args.rounds} rounds of >= {args.min_seconds:g} s\n"
+    )
     header = f"{'operation':<44}{'per second':>12}{'us each':>10}{'vs json.dumps':>15}"
     print(header)
     print("-" * len(header))
@@ -95,8 +98,10 @@ def main() -> int:
     for label, per_second, baseline in rows:
         print(f"{label:<44}{per_second:>12,.0f}{1e6 / per_second:>10.1f}{per_second / baseline:>14.2f}x")
     verdict = "meets" if render_rate >= TARGET else "MISSES"
-    print(f"\nrender: {render_rate:,.0f} renders/s {verdict} the target of {TARGET:,.0f}/s; "
-          f"a render costs {dumps_rate / render_rate:.2f}x a json.dumps of its output.")
+    print(
+        f"\nrender: {render_rate:,.0f} renders/s {verdict} the target of {TARGET:,.0f}/s; "
+        f"a render costs {dumps_rate / render_rate:.2f}x a json.dumps of its output."
+    )
     return 0 if render_rate >= TARGET else 1
 
 

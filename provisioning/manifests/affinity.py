@@ -1,4 +1,5 @@
 """Pod affinity for fabric isolation (reference §9) and the driver floor (reference §10)."""
+
 from __future__ import annotations
 
 from .context import RenderContext
@@ -54,7 +55,8 @@ def build_tenant_anti_affinity(ctx: RenderContext) -> dict:
 def build_affinity(ctx: RenderContext) -> dict | None:
     if ctx.request.fabric_isolation not in FABRIC_ISOLATIONS:
         raise RenderError(
-            f"Unknown fabric isolation {ctx.request.fabric_isolation!r}; expected one of {', '.join(FABRIC_ISOLATIONS)}."
+            f"Unknown fabric isolation {ctx.request.fabric_isolation!r}; "
+            f"expected one of {', '.join(FABRIC_ISOLATIONS)}."
         )
     affinity = {}
     expressions = node_requirements(ctx)

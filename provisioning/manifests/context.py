@@ -1,4 +1,5 @@
 """What every builder of one request needs, computed once per render: names, labels, Kubernetes minor."""
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,8 @@ def kubernetes_minor(version: str) -> int:
     if not match or int(match[1]) not in SUPPORTED_MINORS:
         raise RenderError(
             f"Kubernetes version {version!r} is not supported: the renderer writes manifests for "
-            f"1.{SUPPORTED_MINORS[0]} to 1.{SUPPORTED_MINORS[-1]}. Set the cluster's kubernetes_version to one of those."
+            f"1.{SUPPORTED_MINORS[0]} to 1.{SUPPORTED_MINORS[-1]}. "
+            "Set the cluster's kubernetes_version to one of those."
         )
     return int(match[1])
 
@@ -51,12 +53,15 @@ class RenderContext:
 
 def make_context(request: RequestSpec, cluster: ClusterProfile) -> RenderContext:
     if request.workload_class not in WORKLOAD_CLASSES:
-        raise RenderError(f"Unknown workload class {request.workload_class!r}; expected one of {', '.join(WORKLOAD_CLASSES)}.")
+        raise RenderError(
+            f"Unknown workload class {request.workload_class!r}; expected one of {', '.join(WORKLOAD_CLASSES)}."
+        )
     if request.strategy not in STRATEGIES:
         raise RenderError(f"Unknown sharing strategy {request.strategy!r}; expected one of {', '.join(STRATEGIES)}.")
     if cluster.scheduling_model not in SCHEDULING_MODELS:
         raise RenderError(
-            f"Unknown scheduling model {cluster.scheduling_model!r} on cluster {cluster.name}; expected device_plugin or dra."
+            f"Unknown scheduling model {cluster.scheduling_model!r} on cluster {cluster.name}; "
+            "expected device_plugin or dra."
         )
     if request.replicas < 1 or request.gpus_per_replica < 1:
         raise RenderError("A request needs at least one replica and at least one GPU (or slice, or share) per replica.")

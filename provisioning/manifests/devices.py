@@ -5,6 +5,7 @@ DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim pe
 shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device attributes.
 A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -88,7 +89,8 @@ def merge_selector(*selectors: dict[str, str], where: str) -> dict[str, str]:
         for key, value in selector.items():
             if merged.get(key, value) != value:
                 raise RenderError(
-                    f"{where}: node label {key} must be both {merged[key]!r} and {value!r}; fix the pool's node_selector."
+                    f"{where}: node label {key} must be both {merged[key]!r} and {value!r}; "
+                    "fix the pool's node_selector."
                 )
             merged[key] = value
     return merged

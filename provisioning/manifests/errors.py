@@ -1,4 +1,5 @@
 """Errors of the renderer and of manifest validation (plain exceptions, no Django)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -18,6 +18,7 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
   `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
   PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`. 1.34 has no native gang.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -75,9 +76,7 @@ def _check_gang(ctx: RenderContext) -> None:
             f"{cluster.gang_scheduler!r}; re-run placement."
         )
     if request.workload_class != "training":
-        raise RenderError(
-            f"Gang scheduling applies to training Jobs only; this is a {request.workload_class} request."
-        )
+        raise RenderError(f"Gang scheduling applies to training Jobs only; this is a {request.workload_class} request.")
     if not 1 <= gang.min_members <= request.replicas:
         raise RenderError(
             f"Gang minimum {gang.min_members} must be between 1 and the number of replicas ({request.replicas})."

@@ -3,6 +3,7 @@
 Metering reads pods, so pod templates carry the same labels as their owners plus annotations with the
 request's GPU share. Appliers find (and delete) everything of a request with `selector_for_request()`.
 """
+
 from __future__ import annotations
 
 from .names import label_value

@@ -5,6 +5,7 @@ it has to change the input (characters outside ``[a-z0-9-]``, upper case) or sho
 hash of the *raw* input, so "ml_research" and "ml-research", or two long names differing only at the end,
 never end up as the same Kubernetes object.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,7 @@
 Apply order: Namespace, ResourceQuota, queue, claims and gang objects, Services, PodDisruptionBudget, workload.
 Everything is a plain dict; nothing here does I/O.
 """
+
 from __future__ import annotations
 
 from .context import RenderContext, make_context
@@ -47,9 +48,7 @@ def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
 
 def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
     gang_wiring(ctx, ctx.base, placement)  # rejects a gang on a Deployment
-    container = build_container(
-        ctx, placement, ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}]
-    )
+    container = build_container(ctx, placement, ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}])
     template = build_pod_template(ctx, placement, container, restart_policy="Always")
     return [
         *placement.objects,

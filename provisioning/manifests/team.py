@@ -12,6 +12,7 @@ Queues, by backend:
   ResourceQuota caps.
 - native / none: nothing; the native Workload API has no queue object.
 """
+
 from __future__ import annotations
 
 from .devices import GPU, GPU_DEVICE_CLASS, GPU_SHARED, MIG_DEVICE_CLASS

@@ -14,6 +14,7 @@
 Schema-valid is not semantically valid: CEL, quotas and feature gates only a live cluster checks.
 Free of Django so appliers can call it at apply time.
 """
+
 from __future__ import annotations
 
 import copy
@@ -168,7 +169,10 @@ def _metadata_problems(obj: dict) -> list[tuple[str, str]]:
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
     # Pod templates (Job, Deployment) and the claim template of a ResourceClaimTemplate carry metadata too.
-    for path, inner in (("$.spec.template.metadata", template.get("metadata")), ("$.spec.metadata", spec.get("metadata"))):
+    for path, inner in (
+        ("$.spec.template.metadata", template.get("metadata")),
+        ("$.spec.metadata", spec.get("metadata")),
+    ):
         if isinstance(inner, dict):
             found += _label_problems(inner.get("labels"), f"{path}.labels")
             found += _annotation_problems(inner.get("annotations"), f"{path}.annotations")

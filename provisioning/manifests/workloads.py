@@ -4,6 +4,7 @@ training    -> Indexed Job (one pod per rank, stable hostnames) + headless Servi
 inference   -> Deployment + Service + PodDisruptionBudget
 development -> single-replica Deployment
 """
+
 from __future__ import annotations
 
 from .affinity import build_affinity
@@ -47,7 +48,9 @@ def build_training_env(ctx: RenderContext, job_name: str, service: str) -> list[
         {"name": "NPROC_PER_NODE", "value": str(ctx.request.gpus_per_replica)},
         {
             "name": "NODE_RANK",
-            "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+            },
         },
     ]
 
@@ -87,7 +90,10 @@ def build_pod_template(
         "enableServiceLinks": False,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "volumes": [
-            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": f"{host_resources(ctx.request).shm_gi}Gi"}}
+            {
+                "name": SHM_VOLUME,
+                "emptyDir": {"medium": "Memory", "sizeLimit": f"{host_resources(ctx.request).shm_gi}Gi"},
+            }
         ],
     }
     if subdomain:
@@ -118,7 +124,9 @@ def build_headless_service(ctx: RenderContext, name: str) -> dict:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": selector_for_request(ctx.request.request_id, ctx.domain),
-            "ports": [{"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
+            "ports": [
+                {"name": "rendezvous", "port": RENDEZVOUS_PORT, "targetPort": RENDEZVOUS_PORT, "protocol": "TCP"}
+            ],
         },
     }
 
@@ -130,7 +138,9 @@ def build_job(ctx: RenderContext, name: str, template: dict, gang: GangWiring | 
         "completions": ctx.request.replicas,
         "parallelism": ctx.request.replicas,
         "backoffLimit": TRAINING_BACKOFF_LIMIT,
-        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]},
+        "podFailurePolicy": {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        },
         # Start a replacement only once the old pod is gone: both would hold the same rank and its GPUs.
         "podReplacementPolicy": "Failed",
         "template": template,

@@ -3,6 +3,7 @@ scheduling model x gang backend x Kubernetes version x isolation variant, as pla
 
 No Django, no database: the benchmark imports this module too.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -24,7 +25,11 @@ POOLS = {
     "mig_mixed": (
         "mig",
         PoolProfile(
-            name="h200-mig", gpu_product="NVIDIA-H200", sharing_mode="mig", mig_strategy="mixed", mig_layout="all-balanced"
+            name="h200-mig",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="mig",
+            mig_strategy="mixed",
+            mig_layout="all-balanced",
         ),
     ),
     "mig_single": (

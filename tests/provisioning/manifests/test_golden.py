@@ -3,6 +3,7 @@ golden/. A change to the output is then a reviewed diff of those files.
 
 Regenerate after an intended change:  UPDATE_GOLDEN=1 pytest tests/provisioning/manifests/test_golden.py
 """
+
 from __future__ import annotations
 
 import json

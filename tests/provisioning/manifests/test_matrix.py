@@ -1,6 +1,7 @@
 """Given every combination of workload class, sharing strategy, scheduling model, gang backend, Kubernetes
 version and isolation variant, when the renderer renders it, then every object is schema-valid for that
 version (or the renderer refuses with a clear RenderError where the combination is impossible)."""
+
 from __future__ import annotations
 
 import pytest
@@ -51,15 +52,15 @@ def test_matrix_size():
 
 def test_every_object_of_the_matrix_validates_and_count_is_recorded(results):
     failures = [
-        f"{case.id}: {results[case.id][1]}"
-        for case in CASES
-        if case.error is None and results[case.id][1] is not None
+        f"{case.id}: {results[case.id][1]}" for case in CASES if case.error is None and results[case.id][1] is not None
     ]
     assert not failures, f"{len(failures)} case(s) failed:\n" + "\n".join(failures[:20])
     validated = sum(len(results[case.id][0]) for case in CASES if case.error is None)
     expected = sum(expected_object_count(case) for case in CASES if case.error is None)
     rendered_cases = EXPECTED_CASES - EXPECTED_REFUSALS
-    print(f"\nrender matrix: {rendered_cases} cases rendered, {EXPECTED_REFUSALS} refused, {validated} objects validated")
+    print(
+        f"\nrender matrix: {rendered_cases} cases rendered, {EXPECTED_REFUSALS} refused, {validated} objects validated"
+    )
     assert validated == expected == EXPECTED_VALIDATED
 
 
@@ -67,9 +68,9 @@ def test_every_object_of_the_matrix_validates_and_count_is_recorded(results):
 def test_case(case, results):
     objects, error = results[case.id]
     if case.error:
-        assert error is not None and error.startswith("RenderError") and case.error in error, (
-            f"{case.id}: expected RenderError containing {case.error!r}, got {error!r}"
-        )
+        assert (
+            error is not None and error.startswith("RenderError") and case.error in error
+        ), f"{case.id}: expected RenderError containing {case.error!r}, got {error!r}"
         return
     assert error is None, f"{case.id}: {error}"
     assert len(objects) == expected_object_count(case), [o["kind"] for o in objects]
@@ -87,13 +88,17 @@ def _check_invariants(case, objects):
     kinds = [o["kind"] for o in objects]
     # Apply order: namespace first, workload last.
     assert kinds[0] == "Namespace" and kinds[-1] in ("Job", "Deployment"), kinds
-    for obj in objects[len(kinds) - _request_object_count(case, objects):]:
+    for obj in objects[len(kinds) - _request_object_count(case, objects) :]:
         labels = obj["metadata"]["labels"]
         assert selector.items() <= labels.items(), (obj["kind"], labels)
         for key in ("team", "strategy", "workload-class", "cluster"):
             assert f"{domain}/{key}" in labels, (obj["kind"], key)
     (template,) = _pod_templates(objects)
-    pod_labels, pod_annotations, pod = template["metadata"]["labels"], template["metadata"]["annotations"], template["spec"]
+    pod_labels, pod_annotations, pod = (
+        template["metadata"]["labels"],
+        template["metadata"]["annotations"],
+        template["spec"],
+    )
     assert selector.items() <= pod_labels.items()
     assert pod_annotations[f"{domain}/gpu-equivalents"] == request.gpu_equivalents_per_replica
     assert pod_annotations[f"{domain}/devices"] == str(request.gpus_per_replica)
@@ -106,7 +111,9 @@ def _check_invariants(case, objects):
         assert pod["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
     else:
         assert len(gpu_limits) == 1 and "resourceClaims" not in pod
-    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
     if request.fabric_isolation == "tenant_exclusive":
         term = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
         expected_key = "nvidia.com/gpu.clique" if case.cluster.pool.nvlink_domain else "kubernetes.io/hostname"

@@ -1,4 +1,5 @@
 """k8s_name and friends: valid DNS-1123 labels for any input, deterministic, and injective when they shorten."""
+
 from __future__ import annotations
 
 import pytest

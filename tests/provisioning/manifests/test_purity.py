@@ -1,4 +1,5 @@
 """The renderer is pure Python: nothing in provisioning/manifests imports Django (style rule 9)."""
+
 from __future__ import annotations
 
 import ast
@@ -24,7 +25,9 @@ def _imports(path: Path) -> set[str]:
 
 def test_no_module_of_the_package_imports_django_or_rest_framework():
     offenders = {
-        path.name: sorted(name for name in _imports(path) if name.split(".")[0] in {"django", "rest_framework", "celery"})
+        path.name: sorted(
+            name for name in _imports(path) if name.split(".")[0] in {"django", "rest_framework", "celery"}
+        )
         for path in PACKAGE.glob("*.py")
     }
     assert not {name: mods for name, mods in offenders.items() if mods}

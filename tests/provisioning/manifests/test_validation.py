@@ -1,5 +1,6 @@
 """Given a rendered object with a typical mistake, when it is validated, then validation names the object,
 the JSON path and the problem. And the cached validator agrees with `kubernetes_validate.validate`."""
+
 from __future__ import annotations
 
 import copy
