@@ -1,25 +1,31 @@
 """CPU and host memory each replica requests beside its GPUs (the request carries only GPU facts).
 
-Defaults per GPU device (whole GPU, MIG slice or time-sliced share), scaled by devices per replica:
+The unit is a whole GPU's host share, 8 cores and 64 GiB (an 8-GPU node has 112+ cores and 1 TiB+ of RAM,
+so eight such shares leave room for the system and the operators). Other devices get a fraction of it:
 
-| strategy      | CPU cores | memory | why |
-|---------------|-----------|--------|-----|
-| whole_gpu     | 8         | 64 Gi  | a data loader and host staging buffers per GPU; fits 8-GPU nodes with 112+ cores, 1 TiB+ RAM |
-| mig           | 2         | 16 Gi  | a slice is 1/7 to 1/2 of a GPU; keep the host share proportionate so 7 slices fit a GPU's share |
-| time_slicing  | 2         | 16 Gi  | shares are for notebooks and light inference |
+| strategy      | per device                              | why |
+|---------------|-----------------------------------------|-----|
+| whole_gpu     | 8 cores, 64 Gi                          | a data loader and host staging buffers per GPU |
+| mig           | 1 core, 8 Gi per compute slice (1g..7g) | a 7g slice is a whole GPU; a 1g slice a seventh (rounded up) |
+| time_slicing  | 2 cores, 16 Gi                          | a quarter: pools typically advertise 4 replicas per GPU |
 
-Memory is requested and limited at the same value (a replica that outgrows it is OOM-killed rather than
-starving its neighbours); CPU has no limit (throttling GPU feeders wastes GPU time). Half the memory may be
-used as /dev/shm, which PyTorch data loaders and NCCL need beyond the 64 MiB container default.
+Multiplied by the devices per replica. Memory is requested and limited at the same value (a replica that
+outgrows it is OOM-killed rather than starving its neighbours); CPU has no limit (throttling the processes
+that feed a GPU wastes GPU time). Half the memory may be used as /dev/shm, which PyTorch data loaders and
+NCCL need beyond the 64 MiB container default.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from provisioning.catalogue import PROFILE_RE
+
 from .spec import RequestSpec
 
-CPU_PER_DEVICE = {"whole_gpu": 8, "mig": 2, "time_slicing": 2}
-MEMORY_GI_PER_DEVICE = {"whole_gpu": 64, "mig": 16, "time_slicing": 16}
+WHOLE_GPU_CPU, WHOLE_GPU_MEMORY_GI = 8, 64
+PER_COMPUTE_SLICE_CPU, PER_COMPUTE_SLICE_MEMORY_GI = 1, 8
+TIME_SLICE_CPU, TIME_SLICE_MEMORY_GI = 2, 16
 
 
 @dataclass(frozen=True)
@@ -32,9 +38,18 @@ class HostResources:
         return max(1, self.memory_gi // 2)
 
 
+def _compute_slices(profile: str | None) -> int:
+    match = PROFILE_RE.match(profile or "")
+    return int(match["slices"]) if match else 1
+
+
 def host_resources(request: RequestSpec) -> HostResources:
     devices = int(request.gpus_per_replica)
-    return HostResources(
-        cpu=CPU_PER_DEVICE[request.strategy] * devices,
-        memory_gi=MEMORY_GI_PER_DEVICE[request.strategy] * devices,
-    )
+    if request.strategy == "mig":
+        slices = _compute_slices(request.mig_profile)
+        cpu, memory = PER_COMPUTE_SLICE_CPU * slices, PER_COMPUTE_SLICE_MEMORY_GI * slices
+    elif request.strategy == "time_slicing":
+        cpu, memory = TIME_SLICE_CPU, TIME_SLICE_MEMORY_GI
+    else:
+        cpu, memory = WHOLE_GPU_CPU, WHOLE_GPU_MEMORY_GI
+    return HostResources(cpu=cpu * devices, memory_gi=memory * devices)

@@ -1,4 +1,5 @@
 """Rules of the renderer, one behaviour per test: refusals, resource names, claims, gang marks, order."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -71,7 +72,10 @@ def test_multi_replica_development_is_refused():
 
 def test_pool_with_another_sharing_mode_is_refused():
     with pytest.raises(RenderError, match="shares GPUs as 'exclusive'"):
-        _render("whole_gpu-device_plugin-none-1.36-inference-plain", request_changes={"strategy": "mig", "mig_profile": "1g.18gb"})
+        _render(
+            "whole_gpu-device_plugin-none-1.36-inference-plain",
+            request_changes={"strategy": "mig", "mig_profile": "1g.18gb"},
+        )
 
 
 def test_mig_single_without_a_layout_is_refused():
@@ -103,7 +107,9 @@ def test_render_all_refuses_a_request_of_another_team():
 
 
 def test_mig_mixed_requests_the_profile_resource_and_rewrites_plus_me():
-    pod = _pod(_render("mig_mixed-device_plugin-none-1.36-inference-plain", request_changes={"mig_profile": "1g.18gb+me"}))
+    pod = _pod(
+        _render("mig_mixed-device_plugin-none-1.36-inference-plain", request_changes={"mig_profile": "1g.18gb+me"})
+    )
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-1g.18gb.me"] == "2"
     assert pod["metadata"]["annotations"]["gpu-portal.example.com/mig-profile"] == "1g.18gb+me"
 
@@ -141,7 +147,9 @@ def test_dra_whole_gpu_uses_a_claim_template_per_pod():
     assert template["kind"] == "ResourceClaimTemplate"
     exactly = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["deviceClassName"] == "gpu.nvidia.com" and exactly["count"] == 2
-    assert exactly["selectors"] == [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"}}]
+    assert exactly["selectors"] == [
+        {"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"}}
+    ]
     pod = _pod(objects)["spec"]
     assert pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
     assert not [k for k in pod["containers"][0]["resources"]["limits"] if k.startswith("nvidia.com/")]
@@ -207,8 +215,16 @@ def test_kueue_suspends_the_job_and_names_the_local_queue_without_plain_pod_grou
     "version,kinds,pod_field",
     [
         ("1.35", [("scheduling.k8s.io/v1alpha1", "Workload")], "workloadRef"),
-        ("1.36", [("scheduling.k8s.io/v1alpha2", "Workload"), ("scheduling.k8s.io/v1alpha2", "PodGroup")], "schedulingGroup"),
-        ("1.37", [("scheduling.k8s.io/v1beta1", "Workload"), ("scheduling.k8s.io/v1beta1", "PodGroup")], "schedulingGroup"),
+        (
+            "1.36",
+            [("scheduling.k8s.io/v1alpha2", "Workload"), ("scheduling.k8s.io/v1alpha2", "PodGroup")],
+            "schedulingGroup",
+        ),
+        (
+            "1.37",
+            [("scheduling.k8s.io/v1beta1", "Workload"), ("scheduling.k8s.io/v1beta1", "PodGroup")],
+            "schedulingGroup",
+        ),
     ],
 )
 def test_native_gang_follows_the_cluster_minor_version(version, kinds, pod_field):
@@ -237,7 +253,9 @@ def test_tenant_exclusive_on_a_clique_keeps_other_teams_out_and_requires_a_cliqu
             ]
         },
     }
-    (node_term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (node_term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
     assert node_term["matchExpressions"] == [
         {"key": "nvidia.com/gpu.clique", "operator": "Exists"},
         {"key": "nvidia.com/cuda.driver-version.major", "operator": "Gt", "values": ["549"]},
@@ -322,7 +340,15 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
         ),
         (
             "mig_mixed-dra-kueue-1.35-inference-plain",
-            ["Namespace", "ResourceQuota", "LocalQueue", "ResourceClaimTemplate", "Service", "PodDisruptionBudget", "Deployment"],
+            [
+                "Namespace",
+                "ResourceQuota",
+                "LocalQueue",
+                "ResourceClaimTemplate",
+                "Service",
+                "PodDisruptionBudget",
+                "Deployment",
+            ],
         ),
         ("ts_plain-device_plugin-none-1.34-development-plain", ["Namespace", "ResourceQuota", "Deployment"]),
     ],
@@ -365,3 +391,18 @@ def test_request_name_starting_with_a_digit_still_gives_a_valid_service_name():
     objects = _render("whole_gpu-device_plugin-none-1.36-inference-plain", request_changes={"name": "7b-llama"})
     service = next(o for o in objects if o["kind"] == "Service")
     assert service["metadata"]["name"][0].isalpha()
+
+
+@pytest.mark.parametrize(
+    "case_id,changes,cpu,memory",
+    [
+        ("whole_gpu-device_plugin-none-1.36-inference-plain", {}, "16", "128Gi"),  # 2 GPUs x (8, 64Gi)
+        ("mig_mixed-device_plugin-none-1.36-inference-plain", {}, "2", "16Gi"),  # 2 x 1g: (1, 8Gi) per slice
+        ("mig_mixed-device_plugin-none-1.36-inference-plain", {"mig_profile": "3g.71gb"}, "6", "48Gi"),
+        ("ts_renamed-device_plugin-none-1.36-inference-plain", {}, "2", "16Gi"),  # 1 share = a quarter GPU
+    ],
+)
+def test_host_cpu_and_memory_scale_with_the_devices(case_id, changes, cpu, memory):
+    container = _pod(_render(case_id, request_changes=changes))["spec"]["containers"][0]
+    assert container["resources"]["requests"] == {"cpu": cpu, "memory": memory}
+    assert container["resources"]["limits"]["memory"] == memory
