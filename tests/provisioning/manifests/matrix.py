@@ -15,7 +15,7 @@ VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 SCHEDULING_MODELS = ("device_plugin", "dra")
 BACKENDS = ("volcano", "kai", "kueue", "native", "none")
 SHAPES = ("training_gang", "training_single", "inference", "development")
-VARIANTS = ("plain", "exclusive_clique_driver", "exclusive_host")
+VARIANTS = ("plain", "shared_driver", "exclusive_clique_driver", "exclusive_host")
 NVLINK_DOMAIN = "7b968a6d-1d1e-4c3f-9a1b-5d0c2c1e9f00.1"
 TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
@@ -79,7 +79,7 @@ class Case:
 def make_pool(strategy_variant: str, variant: str) -> tuple[str, PoolProfile]:
     strategy, pool = POOLS[strategy_variant]
     pool = replace(pool, node_selector={"node.kubernetes.io/instance-type": "p5e.48xlarge"}, taints=(TAINT,))
-    if variant == "exclusive_clique_driver":
+    if variant in ("shared_driver", "exclusive_clique_driver"):
         pool = replace(pool, nvlink_domain=NVLINK_DOMAIN)
     return strategy, pool
 
@@ -106,9 +106,9 @@ def make_request(strategy: str, shape: str, backend: str, variant: str, request_
         gpu_product="NVIDIA-H200",
         dra_product_name="NVIDIA H200",
         mig_profile="1g.18gb" if strategy == "mig" else None,
-        fabric_isolation="shared" if variant == "plain" else "tenant_exclusive",
+        fabric_isolation="tenant_exclusive" if variant.startswith("exclusive") else "shared",
         gang=gang,
-        driver_min_major=550 if variant == "exclusive_clique_driver" else None,
+        driver_min_major=550 if variant.endswith("driver") else None,
         gpu_equivalents_per_replica=str(equivalents) if devices == 1 else f"{float(equivalents) * devices:.6f}",
     )
 

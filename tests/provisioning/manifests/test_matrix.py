@@ -14,16 +14,16 @@ from .matrix import cases, expected_object_count
 CASES = cases()
 CASE_IDS = [case.id for case in CASES]
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
-# 5 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 3 variants = 2400 cases, of which
-# 5*2*3 (backend none) * 4 versions + 5*2*3 (native on 1.34) = 150 training-gang cases must be refused.
-EXPECTED_CASES = 2400
-EXPECTED_REFUSALS = 150
-# Objects validated, by hand: the 5 strategy variants x 3 isolation variants do not change counts (x15).
+# 5 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 4 isolation variants = 3200 cases, of
+# which 5*2*4 (backend none) * 4 versions + 5*2*4 (native on 1.34) = 200 training-gang cases must be refused.
+EXPECTED_CASES = 3200
+EXPECTED_REFUSALS = 200
+# Objects validated, by hand: the 5 strategy variants x 4 isolation variants do not change counts (x20).
 # Per (backend, version), the three non-gang shapes give 6T + 15 objects over both models (T = team objects:
 # 3 with a queue for volcano/kai/kueue, else 2; +1 ResourceClaim(Template) under DRA): 153 per version, 612.
 # Gang training: volcano 52, kai 52, kueue 44, native 11 (1.35) + 13 (1.36) + 13 (1.37) = 185.
-# (612 + 185) x 15 = 11955.
-EXPECTED_VALIDATED = 11955
+# (612 + 185) x 20 = 15940.
+EXPECTED_VALIDATED = 15940
 
 
 @pytest.fixture(scope="module")
@@ -114,15 +114,19 @@ def _check_invariants(case, objects):
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod[
         "tolerations"
     ]
+    affinity = pod.get("affinity", {})
+    node_terms = affinity.get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    expressions = node_terms.get("nodeSelectorTerms", [{}])[0].get("matchExpressions", [])
+    clique_required = {"key": "nvidia.com/gpu.clique", "operator": "Exists"} in expressions
     if request.fabric_isolation == "tenant_exclusive":
-        term = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        term = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
         expected_key = "nvidia.com/gpu.clique" if case.cluster.pool.nvlink_domain else "kubernetes.io/hostname"
         assert term["topologyKey"] == expected_key and term["namespaceSelector"] == {}
-    if request.driver_min_major:
-        expressions = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-            "nodeSelectorTerms"
-        ][0]["matchExpressions"]
-        assert {"key": "nvidia.com/cuda.driver-version.major", "operator": "Gt", "values": ["549"]} in expressions
+        assert clique_required == bool(case.cluster.pool.nvlink_domain)
+    else:
+        assert "podAntiAffinity" not in affinity and not clique_required
+    driver_floor = {"key": "nvidia.com/cuda.driver-version.major", "operator": "Gt", "values": ["549"]}
+    assert (driver_floor in expressions) == bool(request.driver_min_major)
 
 
 def _request_object_count(case, objects):
