@@ -1,0 +1,69 @@
+"""Pod affinity for fabric isolation (reference §9) and the driver floor (reference §10)."""
+
+from __future__ import annotations
+
+from .context import RenderContext
+from .errors import RenderError
+
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+DRIVER_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
+FABRIC_ISOLATIONS = ("shared", "tenant_exclusive")
+
+
+def node_requirements(ctx: RenderContext) -> list[dict]:
+    """matchExpressions that must all hold on the node (they go into one nodeSelectorTerm: terms are ORed)."""
+    request, pool = ctx.request, ctx.cluster.pool
+    expressions = []
+    if request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain:
+        # A node without the clique label never falls in an anti-affinity domain, so it must be excluded.
+        expressions.append({"key": CLIQUE_LABEL, "operator": "Exists"})
+    if request.driver_min_major:
+        if int(request.driver_min_major) < 1:
+            raise RenderError(f"Driver floor {request.driver_min_major} is not a driver major version.")
+        # Gt compares integers; "at least N" is "greater than N-1".
+        expressions.append(
+            {"key": DRIVER_MAJOR_LABEL, "operator": "Gt", "values": [str(int(request.driver_min_major) - 1)]}
+        )
+    return expressions
+
+
+def build_tenant_anti_affinity(ctx: RenderContext) -> dict:
+    """Keep every other team's GPU pods out of this pod's NVLink domain (or node, off-fabric).
+
+    `Exists` matters: `NotIn` alone also matches pods without the team label (DaemonSets, system pods), which
+    would make every node look occupied by "another tenant".
+    """
+    team_key = f"{ctx.domain}/team"
+    topology_key = CLIQUE_LABEL if ctx.cluster.pool.nvlink_domain else HOSTNAME_LABEL
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "topologyKey": topology_key,
+                "namespaceSelector": {},
+                "labelSelector": {
+                    "matchExpressions": [
+                        {"key": team_key, "operator": "Exists"},
+                        {"key": team_key, "operator": "NotIn", "values": [ctx.labels[team_key]]},
+                    ]
+                },
+            }
+        ]
+    }
+
+
+def build_affinity(ctx: RenderContext) -> dict | None:
+    if ctx.request.fabric_isolation not in FABRIC_ISOLATIONS:
+        raise RenderError(
+            f"Unknown fabric isolation {ctx.request.fabric_isolation!r}; "
+            f"expected one of {', '.join(FABRIC_ISOLATIONS)}."
+        )
+    affinity = {}
+    expressions = node_requirements(ctx)
+    if expressions:
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        }
+    if ctx.request.fabric_isolation == "tenant_exclusive":
+        affinity["podAntiAffinity"] = build_tenant_anti_affinity(ctx)
+    return affinity or None

@@ -1,0 +1,248 @@
+"""How a pod gets its GPUs: sharing strategy x scheduling model -> limits, node selection and DRA claims.
+
+Device plugin (reference §1, §2): an extended resource in `limits` plus node labels written by GFD.
+DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim per pod) or, for time-slicing, one
+shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device attributes.
+A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from provisioning.catalogue import parse_profile
+
+from .context import RenderContext
+from .errors import RenderError
+from .names import LABEL_VALUE, child_name
+
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+DRA_DRIVER = "gpu.nvidia.com"
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+CLAIM_NAME = "gpu"  # pod-level claim entry and request name inside the claim
+ATTR = "device.attributes['gpu.nvidia.com']"
+
+# Which pool sharing mode serves which request strategy (intake/decisions.py SHARING_MODE).
+POOL_MODE = {"whole_gpu": "exclusive", "mig": "mig", "time_slicing": "time_slicing"}
+
+
+@dataclass
+class GpuPlacement:
+    """Everything the pod template needs to land on the right GPUs."""
+
+    limits: dict[str, str] = field(default_factory=dict)  # extended resources (device plugin only)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict] = field(default_factory=list)
+    pod_claims: list[dict] = field(default_factory=list)  # spec.resourceClaims
+    container_claims: list[dict] = field(default_factory=list)  # containers[].resources.claims
+    objects: list[dict] = field(default_factory=list)  # ResourceClaimTemplate / ResourceClaim
+    gpu_resource: str | None = None  # extended resource name counted per pod (device plugin), for gang minimums
+
+
+def gpu_placement(ctx: RenderContext) -> GpuPlacement:
+    _check_pool(ctx)
+    placement = _dra(ctx) if ctx.cluster.scheduling_model == "dra" else _device_plugin(ctx)
+    placement.tolerations = [build_toleration(taint) for taint in ctx.cluster.pool.taints]
+    return placement
+
+
+def _check_pool(ctx: RenderContext) -> None:
+    request, pool = ctx.request, ctx.cluster.pool
+    if pool.sharing_mode != POOL_MODE[request.strategy]:
+        raise RenderError(
+            f"Pool {pool.name} shares GPUs as {pool.sharing_mode!r} but the request asks for {request.strategy}; "
+            "re-run placement or pick a pool with the matching sharing mode."
+        )
+    if pool.gpu_product and pool.gpu_product != request.gpu_product:
+        raise RenderError(
+            f"Pool {pool.name} has {pool.gpu_product} GPUs but the request was placed on {request.gpu_product}; "
+            "re-run placement."
+        )
+    if request.strategy == "mig" and not request.mig_profile:
+        raise RenderError("A MIG request needs a MIG profile (e.g. 1g.18gb); the decision carries none.")
+
+
+def build_toleration(taint: dict) -> dict:
+    """Tolerate one of the pool's taints exactly (key, value, effect)."""
+    toleration = {"key": taint["key"]}
+    if taint.get("value") not in (None, ""):
+        toleration.update(operator="Equal", value=str(taint["value"]))
+    else:
+        toleration["operator"] = "Exists"
+    if taint.get("effect"):
+        toleration["effect"] = taint["effect"]
+    return toleration
+
+
+def merge_selector(*selectors: dict[str, str], where: str) -> dict[str, str]:
+    """Union of node selectors; two different values for one key can never match a node."""
+    merged: dict[str, str] = {}
+    for selector in selectors:
+        for key, value in selector.items():
+            if merged.get(key, value) != value:
+                raise RenderError(
+                    f"{where}: node label {key} must be both {merged[key]!r} and {value!r}; "
+                    "fix the pool's node_selector."
+                )
+            merged[key] = value
+    return merged
+
+
+# --- device plugin ---------------------------------------------------------------------------------------------
+
+
+def _device_plugin(ctx: RenderContext) -> GpuPlacement:
+    request, pool = ctx.request, ctx.cluster.pool
+    product = request.gpu_product
+    if request.strategy == "whole_gpu":
+        resource, labels = GPU, {}
+    elif request.strategy == "mig":
+        resource, labels, product = _mig_device_plugin(ctx)
+    else:
+        resource, labels, product = _time_slicing_device_plugin(ctx)
+    if product and LABEL_VALUE.match(product) and len(product) <= 63:
+        labels[PRODUCT_LABEL] = product
+    count = str(int(request.gpus_per_replica))
+    return GpuPlacement(
+        limits={resource: count},
+        node_selector=merge_selector(pool.node_selector, labels, where=f"pool {pool.name}"),
+        gpu_resource=resource,
+    )
+
+
+def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | None]:
+    request, pool = ctx.request, ctx.cluster.pool
+    try:
+        profile = parse_profile(request.mig_profile, max_instances=1)
+    except ValueError as exc:
+        raise RenderError(f"{request.mig_profile!r} is not a MIG profile name (expected e.g. 1g.18gb).") from exc
+    if pool.mig_strategy == "mixed":
+        # One resource per profile; '+me' becomes '.me' (MigProfileSpec.resource_name).
+        return profile.resource_name, {MIG_STRATEGY_LABEL: "mixed"}, request.gpu_product
+    if pool.mig_strategy == "single":
+        if not pool.mig_layout:
+            raise RenderError(
+                f"Pool {pool.name} uses MIG strategy 'single' but has no mig_layout: under 'single' every slice is "
+                "advertised as nvidia.com/gpu, so the pod must be pinned to nodes with the right nvidia.com/mig.config."
+            )
+        labels = {MIG_STRATEGY_LABEL: "single", MIG_CONFIG_LABEL: pool.mig_layout}
+        # GFD renames the product to <product>-MIG-<profile> under 'single'; attribute profiles ('+me') have no
+        # documented label form, so they rely on the layout pin alone.
+        product = None if "+" in profile.name else f"{request.gpu_product}-MIG-{profile.name}"
+        return GPU, labels, product
+    raise RenderError(f"Pool {pool.name} has MIG strategy {pool.mig_strategy!r}; expected 'mixed' or 'single'.")
+
+
+def _time_slicing_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]:
+    request, pool = ctx.request, ctx.cluster.pool
+    labels = {SHARING_STRATEGY_LABEL: "time-slicing"}
+    if pool.device_plugin_config:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
+    if pool.time_slicing_renamed:
+        return GPU_SHARED, labels, request.gpu_product
+    # Without renameByDefault the replicas keep the name nvidia.com/gpu and GFD suffixes the product "-SHARED",
+    # which is also what keeps this pod off exclusive nodes advertising the same resource name.
+    return GPU, labels, f"{request.gpu_product}-SHARED"
+
+
+# --- DRA -------------------------------------------------------------------------------------------------------
+
+
+def cel_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"
+
+
+def device_selectors(ctx: RenderContext) -> list[dict]:
+    """CEL selectors of the claim's request: product, MIG profile, driver floor."""
+    request = ctx.request
+    expressions = [f"{ATTR}.productName == {cel_string(request.dra_product_name)}"]
+    if request.strategy == "mig":
+        expressions.append(f"{ATTR}.profile == {cel_string(request.mig_profile)}")
+    if request.driver_min_major:
+        # Guarded: an attribute missing on some device would abort the whole allocation (reference §4.4).
+        expressions.append(
+            f"'driverVersion' in {ATTR} && {ATTR}.driverVersion.major() >= {int(request.driver_min_major)}"
+        )
+    return [{"cel": {"expression": expression}} for expression in expressions]
+
+
+def build_device_request(ctx: RenderContext) -> dict:
+    device_class = MIG_DEVICE_CLASS if ctx.request.strategy == "mig" else GPU_DEVICE_CLASS
+    return {
+        "name": CLAIM_NAME,
+        "exactly": {
+            "deviceClassName": device_class,
+            "allocationMode": "ExactCount",
+            "count": int(ctx.request.gpus_per_replica),
+            "selectors": device_selectors(ctx),
+        },
+    }
+
+
+def build_time_slicing_config() -> dict:
+    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+    return {
+        "requests": [CLAIM_NAME],
+        "opaque": {
+            "driver": DRA_DRIVER,
+            "parameters": {
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "GpuConfig",
+                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}},
+            },
+        },
+    }
+
+
+def build_claim_spec(ctx: RenderContext) -> dict:
+    devices = {"requests": [build_device_request(ctx)]}
+    if ctx.request.strategy == "time_slicing":
+        devices["config"] = [build_time_slicing_config()]
+    return {"devices": devices}
+
+
+def build_resource_claim_template(ctx: RenderContext, name: str) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": ctx.metadata(name),
+        # Claims generated from the template carry the request's labels too, so the selector finds them.
+        "spec": {"metadata": {"labels": dict(ctx.labels)}, "spec": build_claim_spec(ctx)},
+    }
+
+
+def build_resource_claim(ctx: RenderContext, name: str) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": ctx.metadata(name),
+        "spec": build_claim_spec(ctx),
+    }
+
+
+def _dra(ctx: RenderContext) -> GpuPlacement:
+    pool = ctx.cluster.pool
+    name = child_name(ctx.base, "gpu")
+    if ctx.request.strategy == "time_slicing":
+        # One claim shared by every replica: the pods time-slice the same device(s). A shared claim pins all
+        # replicas to the node holding those devices.
+        claim = build_resource_claim(ctx, name)
+        pod_claim = {"name": CLAIM_NAME, "resourceClaimName": name}
+    else:
+        claim = build_resource_claim_template(ctx, name)
+        pod_claim = {"name": CLAIM_NAME, "resourceClaimTemplateName": name}
+    return GpuPlacement(
+        node_selector=dict(pool.node_selector),
+        pod_claims=[pod_claim],
+        container_claims=[{"name": CLAIM_NAME}],
+        objects=[claim],
+    )

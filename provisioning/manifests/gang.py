@@ -1,0 +1,226 @@
+"""All-or-nothing start of multi-replica training, per gang backend (reference §5-§8).
+
+A backend contributes objects (PodGroup, Workload) and marks on the Job and its pod template:
+
+- volcano: `scheduling.volcano.sh/v1beta1` PodGroup (minMember, minResources, the team's queue); pods use
+  `schedulerName: volcano` and join the group with the annotation `scheduling.k8s.io/group-name`.
+- kai: `scheduling.run.ai/v2alpha2` PodGroup (minMember, the team's leaf queue); pods use
+  `schedulerName: kai-scheduler`, the queue label and the `pod-group-name` annotation. The Job (owner) and the
+  pods carry `kai.scheduler/skip-podgrouper: "true"`, otherwise KAI's pod-grouper rewrites our group with its
+  own (minMember 1 for a Job: no gang at all).
+- kueue: the Job itself is the unit. Kueue's batch/v1 Job integration admits the whole Job (all `parallelism`
+  pods) at once when its LocalQueue has quota, so the Job gets the `kueue.x-k8s.io/queue-name` label and
+  `suspend: true` (Kueue unsuspends it on admission). The plain-pod group labels
+  (`kueue.x-k8s.io/pod-group-name`, annotation `pod-group-total-count`) are for ownerless pods only; on pods
+  owned by a Job they would make Kueue account for the same pods twice, so they are not used. Kueue gates
+  admission, not placement: an all-or-nothing *start* also needs `waitForPodsReady` in Kueue's config.
+- native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
+  `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
+  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`. 1.34 has no native gang.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .context import RenderContext
+from .devices import GpuPlacement
+from .errors import RenderError
+from .names import child_name, team_queue_name
+from .sizing import host_resources
+
+BACKENDS = ("volcano", "kai", "kueue", "native")
+POD_GROUP_TEMPLATE = "workers"  # the one pod group of a training Job (native API)
+
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_GROUP_ANNOTATION = "pod-group-name"
+KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@dataclass
+class GangWiring:
+    objects: list[dict] = field(default_factory=list)
+    job_labels: dict[str, str] = field(default_factory=dict)
+    job_annotations: dict[str, str] = field(default_factory=dict)
+    job_spec: dict = field(default_factory=dict)
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    pod_spec: dict = field(default_factory=dict)
+
+
+def gang_wiring(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring | None:
+    """The gang objects and marks for this request, or None when it asks for no gang."""
+    gang = ctx.request.gang
+    if gang is None:
+        return None
+    _check_gang(ctx)
+    builder = {"volcano": _volcano, "kai": _kai, "kueue": _kueue, "native": _native}[gang.backend]
+    return builder(ctx, job_name, placement)
+
+
+def _check_gang(ctx: RenderContext) -> None:
+    request, cluster, gang = ctx.request, ctx.cluster, ctx.request.gang
+    if gang.backend == "none" or cluster.gang_scheduler == "none":
+        raise RenderError(
+            f"Request {request.name} needs gang scheduling but cluster {cluster.name} has no gang scheduler "
+            "(gang_scheduler 'none'): some replicas could hold GPUs while others wait. Place it on a cluster with "
+            "Volcano, KAI, Kueue or the native Workload API, or ask for one replica."
+        )
+    if gang.backend not in BACKENDS:
+        raise RenderError(f"Unknown gang backend {gang.backend!r}; expected one of {', '.join(BACKENDS)}.")
+    if gang.backend != cluster.gang_scheduler:
+        raise RenderError(
+            f"The request was decided for gang backend {gang.backend!r} but cluster {cluster.name} runs "
+            f"{cluster.gang_scheduler!r}; re-run placement."
+        )
+    if request.workload_class != "training":
+        raise RenderError(f"Gang scheduling applies to training Jobs only; this is a {request.workload_class} request.")
+    if not 1 <= gang.min_members <= request.replicas:
+        raise RenderError(
+            f"Gang minimum {gang.min_members} must be between 1 and the number of replicas ({request.replicas})."
+        )
+
+
+# --- Volcano ---------------------------------------------------------------------------------------------------
+
+
+def build_volcano_pod_group(ctx: RenderContext, name: str, placement: GpuPlacement) -> dict:
+    members = ctx.request.gang.min_members
+    host = host_resources(ctx.request)
+    # The minimum the gang needs in aggregate; Volcano will not start any pod until it fits the queue.
+    min_resources = {"cpu": str(host.cpu * members), "memory": f"{host.memory_gi * members}Gi"}
+    if placement.gpu_resource:
+        min_resources[placement.gpu_resource] = str(ctx.request.gpus_per_replica * members)
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": ctx.metadata(name),
+        "spec": {"minMember": members, "minResources": min_resources, "queue": team_queue_name(ctx.request.team)},
+    }
+
+
+def _volcano(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
+    return GangWiring(
+        objects=[build_volcano_pod_group(ctx, job_name, placement)],
+        pod_annotations={VOLCANO_GROUP_ANNOTATION: job_name},
+        pod_spec={"schedulerName": "volcano"},
+    )
+
+
+# --- KAI -------------------------------------------------------------------------------------------------------
+
+
+def build_kai_pod_group(ctx: RenderContext, name: str) -> dict:
+    return {
+        "apiVersion": "scheduling.run.ai/v2alpha2",
+        "kind": "PodGroup",
+        "metadata": ctx.metadata(name),
+        "spec": {"minMember": ctx.request.gang.min_members, "queue": team_queue_name(ctx.request.team)},
+    }
+
+
+def _kai(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
+    queue = team_queue_name(ctx.request.team)
+    return GangWiring(
+        objects=[build_kai_pod_group(ctx, job_name)],
+        job_labels={KAI_QUEUE_LABEL: queue},
+        job_annotations={KAI_SKIP_PODGROUPER: "true"},
+        pod_labels={KAI_QUEUE_LABEL: queue},
+        pod_annotations={KAI_GROUP_ANNOTATION: job_name, KAI_SKIP_PODGROUPER: "true"},
+        pod_spec={"schedulerName": "kai-scheduler"},
+    )
+
+
+# --- Kueue -----------------------------------------------------------------------------------------------------
+
+
+def _kueue(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
+    # No partial admission (`kueue.x-k8s.io/job-min-parallelism`): on an Indexed Job it lowers parallelism but
+    # keeps completions, so the missing ranks would run later, one after another: never a gang. Kueue admits
+    # all replicas at once, which also satisfies a gang minimum below the replica count.
+    return GangWiring(
+        job_labels={KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)},
+        job_spec={"suspend": True},
+    )
+
+
+# --- native Workload API ---------------------------------------------------------------------------------------
+
+
+def _gang_policy(ctx: RenderContext) -> dict:
+    return {"gang": {"minCount": ctx.request.gang.min_members}}
+
+
+def _controller_ref(job_name: str) -> dict:
+    return {"apiGroup": "batch", "kind": "Job", "name": job_name}
+
+
+def build_workload_v1alpha1(ctx: RenderContext, name: str, job_name: str) -> dict:
+    """Kubernetes 1.35."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": ctx.metadata(name),
+        "spec": {
+            "controllerRef": _controller_ref(job_name),
+            "podGroups": [{"name": POD_GROUP_TEMPLATE, "policy": _gang_policy(ctx)}],
+        },
+    }
+
+
+def build_workload(ctx: RenderContext, name: str, job_name: str, api_version: str) -> dict:
+    """Kubernetes 1.36 (`v1alpha2`) and 1.37 (`v1beta1`): same Workload shape, pod groups are templates."""
+    return {
+        "apiVersion": api_version,
+        "kind": "Workload",
+        "metadata": ctx.metadata(name),
+        "spec": {
+            "controllerRef": _controller_ref(job_name),
+            "podGroupTemplates": [{"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(ctx)}],
+        },
+    }
+
+
+def build_native_pod_group(ctx: RenderContext, name: str, workload_name: str) -> dict:
+    """The PodGroup pods point at (1.36+); its reference to the Workload was renamed in v1beta1."""
+    if ctx.minor == 36:
+        api_version = "scheduling.k8s.io/v1alpha2"
+        reference = {
+            "podGroupTemplateRef": {
+                "workload": {"workloadName": workload_name, "podGroupTemplateName": POD_GROUP_TEMPLATE}
+            }
+        }
+    else:
+        api_version = "scheduling.k8s.io/v1beta1"
+        reference = {"workloadRef": {"workloadName": workload_name, "templateName": POD_GROUP_TEMPLATE}}
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": ctx.metadata(name),
+        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx)},
+    }
+
+
+def _native(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
+    workload_name = job_name
+    if ctx.minor < 35:
+        raise RenderError(
+            f"Cluster {ctx.cluster.name} runs Kubernetes 1.{ctx.minor}, which has no native gang scheduling "
+            "(the Workload API starts in 1.35 as alpha). Use Volcano, KAI or Kueue there, or upgrade the cluster."
+        )
+    if ctx.minor == 35:
+        return GangWiring(
+            objects=[build_workload_v1alpha1(ctx, workload_name, job_name)],
+            pod_spec={"workloadRef": {"name": workload_name, "podGroup": POD_GROUP_TEMPLATE}},
+        )
+    api_version = "scheduling.k8s.io/v1alpha2" if ctx.minor == 36 else "scheduling.k8s.io/v1beta1"
+    group_name = child_name(job_name, POD_GROUP_TEMPLATE)
+    return GangWiring(
+        objects=[
+            build_workload(ctx, workload_name, job_name, api_version),
+            build_native_pod_group(ctx, group_name, workload_name),
+        ],
+        pod_spec={"schedulingGroup": {"podGroupName": group_name}},
+    )

@@ -1,0 +1,92 @@
+"""Entry points: render one request, one team, or both in apply order.
+
+Apply order: Namespace, ResourceQuota, queue, claims and gang objects, Services, PodDisruptionBudget, workload.
+Everything is a plain dict; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from .context import RenderContext, make_context
+from .devices import GpuPlacement, gpu_placement
+from .errors import RenderError
+from .gang import gang_wiring
+from .names import child_name, service_name
+from .spec import ClusterProfile, RequestSpec, TeamSpec
+from .team import render_team
+from .workloads import (
+    HTTP_PORT,
+    RENDEZVOUS_PORT,
+    build_container,
+    build_deployment,
+    build_headless_service,
+    build_job,
+    build_pod_disruption_budget,
+    build_pod_template,
+    build_service,
+    build_training_env,
+)
+
+
+def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
+    job_name = ctx.base
+    headless = service_name(ctx.base)
+    gang = gang_wiring(ctx, job_name, placement)
+    container = build_container(
+        ctx,
+        placement,
+        env=build_training_env(ctx, job_name, headless),
+        ports=[{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
+    )
+    template = build_pod_template(ctx, placement, container, restart_policy="Never", gang=gang, subdomain=headless)
+    return [
+        *placement.objects,
+        *(gang.objects if gang else ()),
+        build_headless_service(ctx, headless),
+        build_job(ctx, job_name, template, gang),
+    ]
+
+
+def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
+    gang_wiring(ctx, ctx.base, placement)  # rejects a gang on a Deployment
+    container = build_container(ctx, placement, ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}])
+    template = build_pod_template(ctx, placement, container, restart_policy="Always")
+    return [
+        *placement.objects,
+        build_service(ctx, service_name(ctx.base)),
+        build_pod_disruption_budget(ctx, child_name(ctx.base, "pdb")),
+        build_deployment(ctx, ctx.base, template, replicas=ctx.request.replicas, rolling=True),
+    ]
+
+
+def _render_development(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
+    gang_wiring(ctx, ctx.base, placement)  # rejects a gang on a Deployment
+    if ctx.request.replicas != 1:
+        raise RenderError(
+            f"A development environment is a single replica; the request asks for {ctx.request.replicas}. "
+            "Ask for one replica, or use the inference or training class."
+        )
+    container = build_container(ctx, placement)
+    template = build_pod_template(ctx, placement, container, restart_policy="Always")
+    # Recreate: the old pod must release its GPU before the new one can get it.
+    return [*placement.objects, build_deployment(ctx, ctx.base, template, replicas=1, rolling=False)]
+
+
+_RENDERERS = {
+    "training": _render_training,
+    "inference": _render_inference,
+    "development": _render_development,
+}
+
+
+def render(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
+    """The request's own objects (no namespace or quota) in apply order. Raises RenderError."""
+    ctx = make_context(request, cluster)
+    placement = gpu_placement(ctx)
+    return _RENDERERS[request.workload_class](ctx, placement)
+
+
+def render_all(team: TeamSpec, request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
+    """Team objects, then the request's objects: everything a fresh cluster needs, in apply order."""
+    if team.slug != request.team:
+        raise RenderError(f"Request {request.request_id} belongs to team {request.team!r}, not {team.slug!r}.")
+    return render_team(team, cluster) + render(request, cluster)

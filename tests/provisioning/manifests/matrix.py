@@ -1,0 +1,177 @@
+"""The render matrix shared by the tests and `bench/render.py`: every workload class x sharing strategy x
+scheduling model x gang backend x Kubernetes version x isolation variant, as plain spec objects.
+
+No Django, no database: the benchmark imports this module too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+
+from provisioning.manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
+
+VERSIONS = ("1.34", "1.35", "1.36", "1.37")
+SCHEDULING_MODELS = ("device_plugin", "dra")
+BACKENDS = ("volcano", "kai", "kueue", "native", "none")
+SHAPES = ("training_gang", "training_single", "inference", "development")
+VARIANTS = ("plain", "shared_driver", "exclusive_clique_driver", "exclusive_host")
+NVLINK_DOMAIN = "7b968a6d-1d1e-4c3f-9a1b-5d0c2c1e9f00.1"
+TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# Strategy variants: (request strategy, pool) on H200 nodes.
+POOLS = {
+    "whole_gpu": ("whole_gpu", PoolProfile(name="h200-whole", gpu_product="NVIDIA-H200", sharing_mode="exclusive")),
+    "mig_mixed": (
+        "mig",
+        PoolProfile(
+            name="h200-mig",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="mig",
+            mig_strategy="mixed",
+            mig_layout="all-balanced",
+        ),
+    ),
+    "mig_single": (
+        "mig",
+        PoolProfile(
+            name="h200-mig-single",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="mig",
+            mig_strategy="single",
+            mig_layout="all-1g.18gb",
+        ),
+    ),
+    "ts_renamed": (
+        "time_slicing",
+        PoolProfile(
+            name="h200-ts",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="time_slicing",
+            time_slicing_replicas=4,
+            time_slicing_renamed=True,
+            device_plugin_config="ts-4",
+        ),
+    ),
+    "ts_plain": (
+        "time_slicing",
+        PoolProfile(
+            name="h200-ts-plain",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="time_slicing",
+            time_slicing_replicas=4,
+            time_slicing_renamed=False,
+        ),
+    ),
+}
+EQUIVALENTS = {"whole_gpu": "1", "mig": "0.142857", "time_slicing": "0.25"}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    team: TeamSpec
+    request: RequestSpec
+    cluster: ClusterProfile
+    error: str | None  # substring of the expected RenderError, None when it must render
+
+
+def make_pool(strategy_variant: str, variant: str) -> tuple[str, PoolProfile]:
+    strategy, pool = POOLS[strategy_variant]
+    pool = replace(pool, node_selector={"node.kubernetes.io/instance-type": "p5e.48xlarge"}, taints=(TAINT,))
+    if variant in ("shared_driver", "exclusive_clique_driver"):
+        pool = replace(pool, nvlink_domain=NVLINK_DOMAIN)
+    return strategy, pool
+
+
+def make_request(strategy: str, shape: str, backend: str, variant: str, request_id: int = 1) -> RequestSpec:
+    devices = 1 if strategy == "time_slicing" else 2
+    replicas = {"training_gang": 4, "training_single": 1, "inference": 2, "development": 1}[shape]
+    workload_class = shape.split("_")[0]
+    gang = GangSpec(min_members=replicas, backend=backend) if shape == "training_gang" else None
+    equivalents = EQUIVALENTS[strategy]
+    return RequestSpec(
+        request_id=request_id,
+        name=f"{workload_class}-{strategy.replace('_', '-')}",
+        team="ml-research",
+        cost_center="CC-4711 / Research",
+        workload_class=workload_class,
+        image="nvcr.io/nvidia/pytorch:25.01-py3",
+        command=("sleep", "infinity") if workload_class == "development" else ("python", "main.py"),
+        replicas=replicas,
+        gpus_per_replica=devices,
+        gpu_memory_gb=16.0,
+        strategy=strategy,
+        gpu_model="H200-141GB",
+        gpu_product="NVIDIA-H200",
+        dra_product_name="NVIDIA H200",
+        mig_profile="1g.18gb" if strategy == "mig" else None,
+        fabric_isolation="tenant_exclusive" if variant.startswith("exclusive") else "shared",
+        gang=gang,
+        driver_min_major=550 if variant.endswith("driver") else None,
+        gpu_equivalents_per_replica=str(equivalents) if devices == 1 else f"{float(equivalents) * devices:.6f}",
+    )
+
+
+def make_team() -> TeamSpec:
+    return TeamSpec(
+        slug="ml-research",
+        cost_center="CC-4711 / Research",
+        gpu_quota={"nvidia.com/gpu": 16, "nvidia.com/gpu.shared": 8, "nvidia.com/mig-1g.18gb": 14},
+    )
+
+
+def expected_error(shape: str, backend: str, version: str) -> str | None:
+    if shape != "training_gang":
+        return None
+    if backend == "none":
+        return "no gang scheduler"
+    if backend == "native" and version == "1.34":
+        return "no native gang scheduling"
+    return None
+
+
+def cases() -> list[Case]:
+    team = make_team()
+    found = []
+    for n, (strategy_variant, model, backend, version, shape, variant) in enumerate(
+        itertools.product(POOLS, SCHEDULING_MODELS, BACKENDS, VERSIONS, SHAPES, VARIANTS), start=1
+    ):
+        strategy, pool = make_pool(strategy_variant, variant)
+        cluster = ClusterProfile(
+            name="eu-west-gpu-1",
+            kubernetes_version=version,
+            scheduling_model=model,
+            gang_scheduler=backend,
+            pool=pool,
+            gang_queue="research" if backend in ("kai", "volcano") else "",
+            label_domain="gpu-portal.example.com",
+        )
+        found.append(
+            Case(
+                id=f"{strategy_variant}-{model}-{backend}-{version}-{shape}-{variant}",
+                team=team,
+                request=make_request(strategy, shape, backend, variant, request_id=n),
+                cluster=cluster,
+                error=expected_error(shape, backend, version),
+            )
+        )
+    return found
+
+
+def expected_object_count(case: Case) -> int:
+    """Objects render_all must return for a case, counted from the rules rather than from the renderer."""
+    team_objects = 2 + (1 if case.cluster.gang_scheduler in ("kueue", "kai", "volcano") else 0)
+    claim = 1 if case.cluster.scheduling_model == "dra" else 0
+    workload_class = case.request.workload_class
+    if workload_class == "training":
+        gang = 0
+        if case.request.gang:
+            backend = case.request.gang.backend
+            gang = {"volcano": 1, "kai": 1, "kueue": 0}.get(backend)
+            if backend == "native":
+                gang = 1 if case.cluster.kubernetes_version == "1.35" else 2
+        return team_objects + claim + gang + 2  # headless Service + Job
+    if workload_class == "inference":
+        return team_objects + claim + 3  # Service + PDB + Deployment
+    return team_objects + claim + 1  # Deployment
