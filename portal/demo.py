@@ -8,7 +8,7 @@ from django.db import transaction
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_approve, request_reject, request_submit
-from provisioning.inventory import cluster_declare
+from provisioning.inventory import cluster_declare, team_quota_set
 
 from .models import Team
 from .services import team_upsert, user_upsert
@@ -72,6 +72,13 @@ CLUSTERS = [
     },
 ]
 
+# GPU equivalents each team may hold per strategy.
+QUOTAS = {
+    "vision": {"whole_gpu": 32, "mig": 4, "time_slicing": 2},
+    "nlp": {"whole_gpu": 16, "mig": 8, "time_slicing": 2},
+    "recsys": {"whole_gpu": 8, "mig": 4, "time_slicing": 1},
+}
+
 REQUESTS = [
     # (team, name, requester, answers, then)
     ("vision", "resnet-sweep", "alice", {"workload_class": "training", "tenancy": "dedicated", "latency": "batch",
@@ -102,6 +109,9 @@ def load_demo() -> dict:
     for spec in CLUSTERS:
         spec = dict(spec)
         cluster_declare(pools=spec.pop("pools"), **spec)
+    for slug, quotas in QUOTAS.items():
+        for strategy, amount in quotas.items():
+            team_quota_set(team=Team.objects.get(slug=slug), strategy=strategy, gpu_equivalents=amount)
     platform = users["pat"][0]
     for team_slug, name, requester, answers, then in REQUESTS:
         team = Team.objects.get(slug=team_slug)

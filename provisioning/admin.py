@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 
-from .models import AppliedObject, Cluster, GpuModel, MigProfile, NodePool, ProvisioningJob
+from .models import AppliedObject, Cluster, GpuModel, MigProfile, NodePool, ProvisioningJob, TeamQuota
 
 
 class MigProfileInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -71,3 +71,11 @@ class AppliedObjectAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["cluster", "kind"]
     list_select_related = ["cluster", "request__team"]
     search_fields = ["name", "namespace"]
+
+
+@admin.register(TeamQuota)
+class TeamQuotaAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    finance_can_view = True
+    list_display = ["team", "strategy", "gpu_equivalents", "updated_at"]
+    list_editable = ["gpu_equivalents"]
+    list_filter = ["strategy", "team"]

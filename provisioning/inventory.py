@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from .models import Cluster, GpuModel, NodePool
+from .models import Cluster, GpuModel, NodePool, TeamQuota
 
 
 @transaction.atomic
@@ -20,3 +20,9 @@ def cluster_declare(*, name: str, pools: list[dict], **fields) -> Cluster:
         pool.full_clean()
         pool.save()
     return cluster
+
+
+def team_quota_set(*, team, strategy: str, gpu_equivalents) -> TeamQuota:
+    quota, _ = TeamQuota.objects.update_or_create(team=team, strategy=strategy,
+                                                  defaults={"gpu_equivalents": gpu_equivalents})
+    return quota

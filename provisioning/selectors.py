@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
 
 from .catalogue import load_catalogue
-from .choices import SharingMode
+from .choices import SharingMode, Strategy
 from .models import Cluster, NodePool
 
 
@@ -88,10 +88,30 @@ def cluster_profile(*, cluster, pool) -> "ClusterProfile":
     )
 
 
-def team_spec(*, team) -> "TeamSpec":
+def team_spec(*, team, cluster=None) -> "TeamSpec":
+    """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
+    cluster's pools: whole GPUs as devices, MIG as slices of each profile the cluster offers, time-slicing as
+    shares. Each cap alone allows the whole quota; the exact sum is enforced at approval."""
     from .manifests.spec import TeamSpec
 
-    return TeamSpec(slug=team.slug, cost_center=team.cost_center)
+    quotas = {q.strategy: q.gpu_equivalents for q in team.gpu_quotas.all()}
+    caps: dict[str, int] = {}
+    if cluster is not None and quotas:
+        catalogue = load_catalogue()
+        for pool in cluster.pools.select_related("gpu_model"):
+            if pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
+                caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
+            elif pool.sharing_mode == SharingMode.TIME_SLICING and Strategy.TIME_SLICING in quotas:
+                name = "nvidia.com/gpu.shared" if pool.time_slicing_renamed else "nvidia.com/gpu"
+                shares = int(quotas[Strategy.TIME_SLICING] * (pool.time_slicing_replicas or 1))
+                caps[name] = max(caps.get(name, 0), shares)
+            elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
+                model = catalogue.models.get(pool.gpu_model.key)
+                for profile_name in catalogue.layout_profiles(pool.mig_layout, pool.gpu_model.key):
+                    profile = model.mig.profiles[profile_name]
+                    slices = int(quotas[Strategy.MIG] * model.mig.total_slices / profile.compute_slices)
+                    caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
+    return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps)
 
 
 def request_spec(*, gpu_request) -> "RequestSpec":
@@ -137,7 +157,7 @@ def manifests_render(*, team, request_id: int, name: str, answers: dict, decisio
         cluster__name=decision["cluster"], name=decision["node_pool"]
     )
     return render_all(
-        team_spec(team=team),
+        team_spec(team=team, cluster=pool.cluster),
         request_spec_from(request_id=request_id, name=name, team=team, answers=answers, decision=decision),
         cluster_profile(cluster=pool.cluster, pool=pool),
     )

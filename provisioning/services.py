@@ -103,7 +103,6 @@ def cluster_register(
 
 logger = logging.getLogger(__name__)
 
-TEAM_LEVEL_KINDS = {"Namespace", "ResourceQuota", "LocalQueue"}
 
 
 class AllocationError(Exception):
@@ -250,11 +249,14 @@ def allocation_record(*, job_id: int, refs, objects) -> int:
 
     job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
     now = timezone.now()
+    request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
+    # Team-level objects (namespace, quota, queues) carry no request label: they outlive any one request.
+    per_request = {(o["kind"], o["metadata"]["name"]) for o in objects if request_label in o["metadata"].get("labels", {})}
     for ref in refs:
         AppliedObject.objects.update_or_create(
             cluster_id=job.cluster_id, api_version=ref.api_version, kind=ref.kind, namespace=ref.namespace or "",
             name=ref.name,
-            defaults={"request": None if ref.kind in TEAM_LEVEL_KINDS else job.request, "uid": ref.uid or "",
+            defaults={"request": job.request if (ref.kind, ref.name) in per_request else None, "uid": ref.uid or "",
                       "resource_version": ref.resource_version or "", "applied_at": now, "deleted_at": None},
         )
     job.status, job.finished_at, job.message = JobStatus.SUCCEEDED, now, f"Applied {len(refs)} objects."
@@ -300,7 +302,8 @@ def allocation_teardown(*, job_id: int) -> ApplyOutcome:
     kinds = {(o.api_version, o.kind) for o in AppliedObject.objects.filter(request=gpu_request)}
     try:
         rendered = request_manifests(gpu_request=gpu_request)
-        kinds |= {(o["apiVersion"], o["kind"]) for o in rendered if o["kind"] not in TEAM_LEVEL_KINDS}
+        request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
+        kinds |= {(o["apiVersion"], o["kind"]) for o in rendered if request_label in o["metadata"].get("labels", {})}
         namespaces = sorted({o["metadata"]["namespace"] for o in rendered if o["metadata"].get("namespace")})
     except Exception:  # noqa: BLE001 - the pool may be gone; fall back to what was recorded
         namespaces = sorted({o.namespace for o in AppliedObject.objects.filter(request=gpu_request) if o.namespace})
