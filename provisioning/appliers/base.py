@@ -42,6 +42,10 @@ class Applier(Protocol):
         in `namespaces` for namespaced kinds; deleting what is already gone is not an error."""
         ...
 
+    def close(self) -> None:
+        """Release connections; the applier is not used afterwards."""
+        ...
+
 
 class ApplyError(Exception):
     """Base of applier errors. `status` is the HTTP status when an API server answered."""

@@ -100,6 +100,9 @@ class GitOpsApplier:
             sha = self._commit(bool(doomed), f"{self._subject_for(doomed.values())}: delete {len(doomed)} objects")
         return [_ref(obj, sha) for obj in doomed.values()]
 
+    def close(self) -> None:
+        pass  # nothing held between calls: each call takes and releases the repository lock
+
     # -- layout ----------------------------------------------------------------------------------------------
 
     def path_for(self, obj: Mapping[str, Any]) -> str:

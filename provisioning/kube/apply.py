@@ -47,6 +47,7 @@ class KubernetesApplier:
 
     def __init__(self, connection: ClusterConnection, *, client: KubeClient | None = None) -> None:
         self.connection = connection
+        self._owns_client = client is None
         self._kube = client or KubeClient(connection)
 
     def apply(self, objects: Sequence[KubeObject]) -> list[AppliedRef]:
@@ -68,7 +69,9 @@ class KubernetesApplier:
         return deleted
 
     def close(self) -> None:
-        self._kube.close()
+        """Close the connection pool, unless the KubeClient was lent by the caller."""
+        if self._owns_client:
+            self._kube.close()
 
     def _apply_one(self, obj: KubeObject) -> AppliedRef:
         api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
