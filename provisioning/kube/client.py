@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.dynamic import DynamicClient, LazyDiscoverer
-from kubernetes.dynamic.exceptions import ResourceNotFoundError
+from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
 from kubernetes.dynamic.resource import Resource
 
 from provisioning.kube.errors import PermanentKubeError, kube_errors
@@ -107,6 +107,8 @@ class KubeClient:
                     raise PermanentKubeError(
                         f"the cluster does not serve {api_version} {kind} (is its CRD or API version installed?)"
                     ) from None
+                except ResourceNotUniqueError as exc:
+                    raise PermanentKubeError(f"{api_version} {kind} is ambiguous on this cluster: {exc}") from None
         return self._resources[key]
 
     def close(self) -> None:
