@@ -273,7 +273,8 @@ def record_update(obj: dict[str, Any], sent: Mapping[str, Any], manager: str, no
     owners = _owners(obj)
     mine = next((owned for entry, owned in owners if _is_entry(entry, manager, "Update")), set())
     mine_entry = managed_entry(manager, "Update", obj.get("apiVersion", ""), mine | sent_paths, now)
-    obj.setdefault("metadata", {})["managedFields"] = _replace_entries(owners, manager, "Update", mine_entry, sent_paths)
+    entries = _replace_entries(owners, manager, "Update", mine_entry, sent_paths)
+    obj.setdefault("metadata", {})["managedFields"] = entries
 
 
 def _replace_entries(

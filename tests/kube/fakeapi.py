@@ -479,7 +479,9 @@ class KubeEmulator(kmock.KubernetesEmulator):
     async def _watch(self, request: rendering.Request, served: ServedResource) -> aiohttp.web.StreamResponse:
         selected = self._selection(request, served)
         timeout = float(request.params.get("timeoutSeconds") or WATCH_DEFAULT_TIMEOUT)
-        since = request.params.get("resourceVersion")
+        since = request.params.get("resourceVersion") or None
+        if since is not None and not since.isdigit():
+            raise bad_request(f"invalid resourceVersion {since!r}")
         response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request._raw_request)
         try:
@@ -495,13 +497,14 @@ class KubeEmulator(kmock.KubernetesEmulator):
     ) -> AsyncIterator[dict[str, Any]]:
         """Events after resourceVersion `since` (or ADDED for what exists now), until `timeout` seconds pass."""
         deadline = asyncio.get_running_loop().time() + timeout
-        if since in (None, "", "0"):
+        if since in (None, "0"):
             cursor = len(self._events)
             for _, obj in self._live_items(served):
                 if selected(obj):
                     yield {"type": "ADDED", "object": obj}
         else:
-            cursor = next((i for i, e in enumerate(self._events) if e.resource_version > int(since)), len(self._events))
+            after = int(since)
+            cursor = next((i for i, e in enumerate(self._events) if e.resource_version > after), len(self._events))
         while True:
             while cursor < len(self._events):
                 event, cursor = self._events[cursor], cursor + 1
@@ -671,10 +674,13 @@ class KubeEmulator(kmock.KubernetesEmulator):
         meta = obj.get("metadata", {})
         served, key = self.key_of(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
         live = self._live(key)
-        new = self._initialised(served, obj, key[1])
-        if live is not None:
-            new["metadata"]["uid"] = meta.get("uid") or live["metadata"]["uid"]
-        return self._save(key, new, live)
+        if live is None:
+            return self._save(key, self._initialised(served, obj, key[1]), None)
+        replacement = copy.deepcopy(dict(obj))
+        for field in ("uid", "creationTimestamp", "generation"):  # a replace keeps the object's identity
+            if field in live["metadata"]:
+                replacement["metadata"].setdefault(field, live["metadata"][field])
+        return self._update(key, live, replacement)
 
     def merge(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Mapping) -> dict[str, Any]:
         """Apply a JSON merge patch to an existing object (any field, status included)."""

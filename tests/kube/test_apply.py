@@ -116,7 +116,8 @@ def test_apply_server_side_applies_each_object_in_order(fake_kube, applier):
         ("Job", TEAM_NS, "train-42"),
     ]
     for ref, obj in zip(refs, objects, strict=True):
-        stored = fake_kube.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+        meta = obj["metadata"]
+        stored = fake_kube.get(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
         assert stored["spec"] == {**stored["spec"], **obj.get("spec", {})}
         assert ref.uid == stored["metadata"]["uid"] != ""
         assert ref.resource_version == stored["metadata"]["resourceVersion"]
@@ -267,11 +268,30 @@ def test_delete_removes_exactly_the_requests_objects(fake_kube, applier):
 
     deleted = applier.delete(REQUEST, [TEAM_NS], REQUEST_KINDS)
 
-    assert sorted((r.kind, r.name) for r in deleted) == [("Job", "train-42"), ("PodGroup", "train-42"), ("Service", "train-42")]
+    assert sorted((r.kind, r.name) for r in deleted) == [
+        ("Job", "train-42"),
+        ("PodGroup", "train-42"),
+        ("Service", "train-42"),
+    ]
     for api_version, kind in REQUEST_KINDS:
         assert [o["metadata"]["name"] for o in fake_kube.find(api_version, kind, TEAM_NS)] == ["train-43"]
     assert fake_kube.get("v1", "Namespace", TEAM_NS) is not None
     assert fake_kube.get("v1", "ResourceQuota", "gpu-quota", TEAM_NS) is not None
+
+
+def test_delete_covers_cluster_scoped_kinds(fake_kube, applier):
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "train-42", "labels": REQUEST},
+        "spec": {"namespaceSelector": {}},
+    }
+    applier.apply([queue])
+
+    deleted = applier.delete(REQUEST, [TEAM_NS], [("kueue.x-k8s.io/v1beta2", "ClusterQueue")])
+
+    assert [(r.kind, r.namespace, r.name) for r in deleted] == [("ClusterQueue", "", "train-42")]
+    assert fake_kube.find("kueue.x-k8s.io/v1beta2", "ClusterQueue") == []
 
 
 def test_delete_uses_label_selector_and_propagation_policy(fake_kube, applier):

@@ -124,7 +124,8 @@ def test_write_into_a_missing_namespace_is_not_found(dyn, kube_client):
 
 
 def test_resource_versions_increase(dyn, config_maps):
-    versions = [int(dyn.create(config_maps, body=config_map(n), namespace=NS, serializer=raw)["metadata"]["resourceVersion"]) for n in "abc"]
+    created = [dyn.create(config_maps, body=config_map(name), namespace=NS, serializer=raw) for name in "abc"]
+    versions = [int(obj["metadata"]["resourceVersion"]) for obj in created]
 
     assert versions == sorted(versions) and len(set(versions)) == 3
 
@@ -234,7 +235,9 @@ def test_apply_without_field_manager_is_a_bad_request(kube_client, fake_kube):
     fake_kube.put(namespace())
     path = f"{kube_client.connection.server}/api/v1/namespaces/{NS}/configmaps/a"
 
-    response = kube_client.api_client.call_api("PATCH", path, {"Content-Type": "application/apply-patch+yaml"}, config_map("a"))
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+
+    response = kube_client.api_client.call_api("PATCH", path, headers, config_map("a"))
 
     assert response.status == 400
 
@@ -242,7 +245,13 @@ def test_apply_without_field_manager_is_a_bad_request(kube_client, fake_kube):
 def test_apply_ignores_status_of_kinds_with_a_status_subresource(dyn, kube_client, fake_kube):
     fake_kube.put(namespace())
     jobs = kube_client.resource("batch/v1", "Job")
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": NS}, "spec": {}, "status": {"succeeded": 9}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": NS},
+        "spec": {},
+        "status": {"succeeded": 9},
+    }
 
     assert "status" not in apply(dyn, jobs, job)
 
@@ -253,7 +262,9 @@ def test_apply_ignores_status_of_kinds_with_a_status_subresource(dyn, kube_clien
 def test_watch_streams_existing_then_live_events_matching_the_selector(kube_client, config_maps, fake_kube):
     fake_kube.put(config_map("old", {"app": "x"}))
     fake_kube.put(config_map("other", {"app": "y"}))
-    stream = watch.Watch().stream(config_maps.get, namespace=NS, label_selector="app=x", timeout_seconds=1, serialize=False)
+    stream = watch.Watch().stream(
+        config_maps.get, namespace=NS, label_selector="app=x", timeout_seconds=1, serialize=False
+    )
 
     events = []
     for event in stream:
@@ -271,11 +282,22 @@ def test_watch_from_a_resource_version_replays_later_changes(kube_client, config
     fake_kube.put(config_map("a"))
     fake_kube.remove("v1", "ConfigMap", "a", NS)
 
+    since = listed["metadata"]["resourceVersion"]
+
     stream = watch.Watch().stream(
-        config_maps.get, namespace=NS, resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=1, serialize=False
+        config_maps.get, namespace=NS, resource_version=since, timeout_seconds=1, serialize=False
     )
 
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in stream] == [("ADDED", "a"), ("DELETED", "a")]
+
+
+def test_watch_from_a_malformed_resource_version_is_a_bad_request(kube_client, config_maps):
+    stream = watch.Watch().stream(config_maps.get, namespace=NS, resource_version="yesterday", timeout_seconds=1)
+
+    with pytest.raises(Exception) as caught:
+        list(stream)
+
+    assert caught.value.status == 400
 
 
 def test_watch_ends_after_timeout_seconds(kube_client, config_maps):
@@ -334,15 +356,30 @@ def test_finalizers_hold_deletion_until_removed(dyn, config_maps, fake_kube):
 
 def test_job_deletion_orphans_pods_by_default_like_the_api(kube_client, fake_kube):
     fake_kube.put(namespace())
-    job = fake_kube.put({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": NS}, "spec": {}})
+    job_meta = {"name": "j", "namespace": NS}
+    job = fake_kube.put({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": {}})
     owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": job["metadata"]["uid"]}]
-    fake_kube.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": NS, "ownerReferences": owner}, "spec": {}})
+    pod_meta = {"name": "p", "namespace": NS, "ownerReferences": owner}
+    fake_kube.put({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": {}})
     path = f"{kube_client.connection.server}/apis/batch/v1/namespaces/{NS}/jobs/j"
 
     response = kube_client.api_client.call_api("DELETE", path, {"Content-Type": "application/json"})
 
     assert "child pods are preserved" in response.headers["Warning"]
     assert "ownerReferences" not in fake_kube.get("v1", "Pod", "p", NS)["metadata"]
+
+
+# -- seeding ---------------------------------------------------------------------------------------------------------
+
+
+def test_put_replaces_an_object_keeping_its_identity(fake_kube, config_maps):
+    first = fake_kube.put(config_map("a", data={"x": "1"}))
+
+    second = fake_kube.put(config_map("a", data={"x": "2"}))
+
+    assert second["metadata"]["uid"] == first["metadata"]["uid"]
+    assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+    assert fake_kube.get("v1", "ConfigMap", "a", NS)["data"] == {"x": "2"}
 
 
 # -- fault injection ------------------------------------------------------------------------------------------------

@@ -20,7 +20,11 @@ def request_objects(request_id: int) -> list[dict]:
     name = f"train-{request_id}"
     labels = {"gpu-portal.io/request-id": str(request_id), "gpu-portal.io/team": "vision"}
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": {"gpu-portal.io/team": "vision"}}},
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": NS, "labels": {"gpu-portal.io/team": "vision"}},
+        },
         {
             "apiVersion": "v1",
             "kind": "ResourceQuota",
@@ -147,7 +151,11 @@ def test_delete_removes_the_requests_files_and_commits(repo, applier):
 
     deleted = applier.delete({"gpu-portal.io/request-id": "42"}, [NS], KINDS)
 
-    assert sorted((r.kind, r.name) for r in deleted) == [("Job", "train-42"), ("PodGroup", "train-42"), ("Service", "train-42")]
+    assert sorted((r.kind, r.name) for r in deleted) == [
+        ("Job", "train-42"),
+        ("PodGroup", "train-42"),
+        ("Service", "train-42"),
+    ]
     assert {r.resource_version for r in deleted} == {git(repo, "rev-parse", "HEAD").strip()}
     assert commits(repo)[0] == "request 42: delete 3 objects"
     assert not any("request-42" in path for path in tracked(repo))
@@ -205,7 +213,8 @@ def test_concurrent_applies_do_not_corrupt_the_repository(repo):
     assert sorted(subjects) == ["request 42: apply 5 objects"] * 4 + ["request 43: apply 5 objects"] * 4
     assert git(repo, "status", "--porcelain") == ""
     for request_id in (42, 43):
-        job = yaml.safe_load((repo / f"clusters/{CLUSTER}/{NS}/request-{request_id}/job-train-{request_id}.yaml").read_text())
+        job_file = repo / f"clusters/{CLUSTER}/{NS}/request-{request_id}/job-train-{request_id}.yaml"
+        job = yaml.safe_load(job_file.read_text())
         assert job["spec"]["parallelism"] == 4
 
 
