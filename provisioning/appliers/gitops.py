@@ -108,7 +108,7 @@ class GitOpsApplier:
     def path_for(self, obj: Mapping[str, Any]) -> str:
         """The repository-relative path of an object's file."""
         meta = obj.get("metadata", {})
-        kind, name = obj.get("kind", ""), _segment(meta.get("name", ""), "metadata.name")
+        kind, name = _segment(obj.get("kind", ""), "kind"), _segment(meta.get("name", ""), "metadata.name")
         if kind == "Namespace":
             scope = name
         elif meta.get("namespace"):
@@ -118,7 +118,7 @@ class GitOpsApplier:
         return f"clusters/{self.cluster_name}/{scope}/{self._group_dir(obj)}/{kind.lower()}-{name}.yaml"
 
     def _group_dir(self, obj: Mapping[str, Any]) -> str:
-        request_id = obj.get("metadata", {}).get("labels", {}).get(self.request_label)
+        request_id = _labels(obj).get(self.request_label)
         if obj.get("kind") in TEAM_KINDS or not request_id:
             return TEAM_DIR
         return f"request-{_segment(str(request_id), self.request_label)}"
@@ -144,7 +144,7 @@ class GitOpsApplier:
                 yield path, obj
 
     def _subject_for(self, objects: Iterable[Mapping[str, Any]]) -> str:
-        request_ids = {obj.get("metadata", {}).get("labels", {}).get(self.request_label) for obj in objects}
+        request_ids = {_labels(obj).get(self.request_label) for obj in objects}
         request_ids.discard(None)
         if len(request_ids) == 1:
             return f"request {request_ids.pop()}"
@@ -240,14 +240,17 @@ def _write_if_changed(file: Path, obj: dict[str, Any]) -> bool:
 def _selected(
     obj: Mapping[str, Any], selector: Mapping[str, str], namespaces: set[str], kinds: set[tuple[str, str]]
 ) -> bool:
-    meta = obj.get("metadata", {})
-    labels = meta.get("labels") or {}
-    namespace = meta.get("namespace")
+    namespace = obj.get("metadata", {}).get("namespace")
+    labels = _labels(obj)
     return (
         (obj.get("apiVersion"), obj.get("kind")) in kinds
         and (namespace is None or namespace in namespaces)
         and all(labels.get(key) == value for key, value in selector.items())
     )
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def _ref(obj: Mapping[str, Any], sha: str) -> AppliedRef:

@@ -249,6 +249,13 @@ def test_names_that_are_not_path_segments_are_refused(applier, name):
         applier.apply([job])
 
 
+def test_a_kind_that_is_not_a_path_segment_is_refused(applier):
+    job = {**request_objects(42)[-1], "kind": "../../etc/Job"}
+
+    with pytest.raises(PermanentApplyError, match="kind"):
+        applier.apply([job])
+
+
 def test_two_objects_for_one_file_are_refused(applier):
     job = request_objects(42)[-1]
     other = {**job, "spec": {}}
