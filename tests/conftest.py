@@ -8,6 +8,9 @@ from portal.demo import CLUSTERS
 from provisioning.inventory import cluster_declare
 from tests.factories import TeamFactory, make_user
 
+# The fake Kubernetes API server (fixtures fake_kube, kube_connection, kube_client).
+pytest_plugins = ["tests.kube.fixtures"]
+
 VALID_ANSWERS = {
     "workload_class": "inference",
     "tenancy": "multi_tenant",

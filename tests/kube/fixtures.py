@@ -1,0 +1,46 @@
+"""Pytest fixtures for code that talks to Kubernetes: a running fake API server and connections to it.
+
+Registered for the whole suite from tests/conftest.py. Choose the server's version per test with
+`@pytest.mark.parametrize("fake_kube_version", ["v1.36.1"])`.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from provisioning.kube.client import ClusterConnection, KubeClient
+from tests.kube.fakeapi import DEFAULT_GIT_VERSION, FakeKubeAPI
+
+# The fake's HTTP access log would bury failure output; fake_kube.requests records the same requests.
+logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+@pytest.fixture
+def fake_kube_version() -> str:
+    return DEFAULT_GIT_VERSION
+
+
+@pytest.fixture
+def fake_kube(fake_kube_version: str) -> Iterator[FakeKubeAPI]:
+    """A fake API server on 127.0.0.1 serving the built-in kinds of that version and the GPU-stack CRDs."""
+    fake = FakeKubeAPI.start(git_version=fake_kube_version)
+    try:
+        yield fake
+        errors = fake.errors
+    finally:
+        fake.stop()
+    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+
+
+@pytest.fixture
+def kube_connection(fake_kube: FakeKubeAPI) -> ClusterConnection:
+    # A short timeout keeps timeout tests quick; nothing legitimate takes that long against the fake.
+    return ClusterConnection(server=fake_kube.url, token="test-token", request_timeout=2.0)
+
+
+@pytest.fixture
+def kube_client(kube_connection: ClusterConnection) -> Iterator[KubeClient]:
+    with KubeClient(kube_connection) as client:
+        yield client

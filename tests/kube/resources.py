@@ -1,0 +1,128 @@
+"""What the fake API server serves: the built-in kinds by Kubernetes minor version and the custom resources of the
+schedulers and GPU add-ons the portal renders for (CRD versions as in /work/shared/schemas/SOURCES.md)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import kmock
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ServedResource:
+    api_version: str  # "v1", "batch/v1", ...
+    plural: str
+    kind: str
+    namespaced: bool
+    subresources: tuple[str, ...] = ("status",)
+    custom: bool = False  # served from a CRD: LIST items keep their apiVersion and kind, as real servers do
+    verbs: tuple[str, ...] = ALL_VERBS
+    default_propagation: str = "Background"  # when a DELETE names no propagationPolicy
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def key(self) -> kmock.resource:
+        """The resource as kmock keys its objects: kmock.resource(group, version, plural)."""
+        return kmock.resource(self.group, self.version, self.plural)
+
+    @property
+    def qualified_plural(self) -> str:
+        """"jobs.batch", "pods": how the API server names a resource in its messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _builtin(api_version: str, plural: str, kind: str, namespaced: bool, *subresources: str, **kw: Any):
+    return ServedResource(api_version, plural, kind, namespaced, subresources, **kw)
+
+
+def _crd(api_version: str, plural: str, kind: str, namespaced: bool, *subresources: str):
+    return ServedResource(api_version, plural, kind, namespaced, subresources, custom=True)
+
+
+BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
+    _builtin("v1", "namespaces", "Namespace", False, "status", "finalize",
+             verbs=tuple(v for v in ALL_VERBS if v != "deletecollection")),
+    _builtin("v1", "nodes", "Node", False, "status"),
+    _builtin("v1", "pods", "Pod", True, "status"),
+    _builtin("v1", "services", "Service", True, "status"),
+    _builtin("v1", "configmaps", "ConfigMap", True),
+    _builtin("v1", "resourcequotas", "ResourceQuota", True, "status"),
+    _builtin("apps/v1", "deployments", "Deployment", True, "status", "scale"),
+    _builtin("apps/v1", "statefulsets", "StatefulSet", True, "status", "scale"),
+    # The API's default for Jobs is to orphan their pods (kubectl passes Background explicitly).
+    _builtin("batch/v1", "jobs", "Job", True, "status", default_propagation="Orphan"),
+    _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "status"),
+    _builtin("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False),
+    _builtin("resource.k8s.io/v1", "deviceclasses", "DeviceClass", False),
+    _builtin("resource.k8s.io/v1", "resourceclaims", "ResourceClaim", True, "status"),
+    _builtin("resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
+    _builtin("resource.k8s.io/v1", "resourceslices", "ResourceSlice", False),
+)  # fmt: skip
+
+# The native gang-scheduling API changed group version every release (reference/gpu-kubernetes.md, section 5).
+WORKLOAD_API_BY_MINOR: dict[int, tuple[ServedResource, ...]] = {
+    35: (_builtin("scheduling.k8s.io/v1alpha1", "workloads", "Workload", True),),
+    36: (
+        _builtin("scheduling.k8s.io/v1alpha2", "workloads", "Workload", True),
+        _builtin("scheduling.k8s.io/v1alpha2", "podgroups", "PodGroup", True, "status"),
+    ),
+    37: (
+        _builtin("scheduling.k8s.io/v1beta1", "workloads", "Workload", True),
+        _builtin("scheduling.k8s.io/v1beta1", "podgroups", "PodGroup", True, "status"),
+    ),
+}
+
+CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
+    _crd("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup", True),  # no status subresource in its CRD
+    _crd("scheduling.volcano.sh/v1beta1", "queues", "Queue", False, "status"),
+    _crd("batch.volcano.sh/v1alpha1", "jobs", "Job", True, "status"),
+    _crd("scheduling.run.ai/v2alpha2", "podgroups", "PodGroup", True, "status"),
+    _crd("scheduling.run.ai/v2", "queues", "Queue", False, "status"),
+    _crd("kueue.x-k8s.io/v1beta2", "localqueues", "LocalQueue", True, "status"),
+    _crd("kueue.x-k8s.io/v1beta2", "clusterqueues", "ClusterQueue", False, "status"),
+    _crd("kueue.x-k8s.io/v1beta2", "resourceflavors", "ResourceFlavor", False),
+    _crd("kueue.x-k8s.io/v1beta2", "workloads", "Workload", True, "status"),
+    _crd("jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet", True, "status"),
+    _crd("resource.nvidia.com/v1beta1", "computedomains", "ComputeDomain", True, "status"),
+)
+
+
+def builtin_resources(minor: int) -> tuple[ServedResource, ...]:
+    return BUILTIN_RESOURCES + WORKLOAD_API_BY_MINOR.get(minor, ())
+
+
+def resources_from_crd(crd: Mapping[str, Any]) -> tuple[ServedResource, ...]:
+    """The resources a CustomResourceDefinition makes the API server serve (one per served version)."""
+    spec = crd["spec"]
+    names = spec["names"]
+    return tuple(
+        _crd(
+            f"{spec['group']}/{version['name']}",
+            names["plural"],
+            names["kind"],
+            spec["scope"] == "Namespaced",
+            *sorted((version.get("subresources") or {}).keys()),
+        )
+        for version in spec["versions"]
+        if version.get("served", True)
+    )
+
+
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Sort key putting the version an API server prefers first: GA over beta over alpha, newest first."""
+    major, _, rest = version[1:].partition("alpha") if "alpha" in version else version[1:].partition("beta")
+    stability = 0 if "alpha" in version else 1 if "beta" in version else 2
+    try:
+        return (-stability, -int(major), -int(rest or 0))
+    except ValueError:
+        return (1, 0, 0)
