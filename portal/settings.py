@@ -166,6 +166,8 @@ CELERY_BEAT_SCHEDULE: dict = {
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
 # Per-call timeout towards Kubernetes API servers, so no worker waits forever on a slow cluster.
 PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS", "20"))
+# First retry delay after a transient Kubernetes error; doubles per attempt (capped at 5 minutes).
+PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
 

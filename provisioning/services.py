@@ -5,16 +5,27 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from intake import events
 from intake.choices import REQUEST_TRANSITIONS, RequestStatus
+from intake.models import GpuRequest
+from intake.services import request_transition
 
+from .appliers.base import Applier
+from .appliers.factory import applier_for
 from .catalogue import Catalogue, load_catalogue
-from .choices import JOB_FINISHED, Applier, JobKind, JobStatus
-from .models import AppliedObject, ClusterCredential, ProvisioningJob
+from .choices import JOB_FINISHED, JobKind, JobStatus
+from .choices import Applier as ApplierKind
+from .kube.client import ClusterConnection
+from .manifests import RenderError
+from .manifests.labels import selector_for_request
+from .manifests.validation import ManifestInvalid, validate_objects
+from .models import AppliedObject, Cluster, ClusterCredential, NodePool, ProvisioningJob
+from .selectors import cluster_for_request, request_manifests
 
 
 @transaction.atomic
@@ -63,17 +74,13 @@ def cluster_register(
     **settings_fields,
 ):
     """Create or update a cluster target. Exactly one of `server` and `gitops_repo`. Returns (cluster, created)."""
-    from django.core.exceptions import ValidationError
-
-    from .models import Cluster
-
     if bool(server) == bool(gitops_repo):
         raise ValueError("give exactly one of --server and --gitops-repo")
     defaults = dict(settings_fields)
     if server:
-        defaults.update(applier=Applier.KUBERNETES, api_server=server, gitops_repo="")
+        defaults.update(applier=ApplierKind.KUBERNETES, api_server=server, gitops_repo="")
     else:
-        defaults.update(applier=Applier.GITOPS, gitops_repo=gitops_repo, api_server="")
+        defaults.update(applier=ApplierKind.GITOPS, gitops_repo=gitops_repo, api_server="")
     cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
     for key, value in defaults.items():
         setattr(cluster, key, value)
@@ -118,8 +125,6 @@ class ApplyOutcome:
 
 
 def _job_for(gpu_request, kind: str):
-    from .selectors import cluster_for_request
-
     job, _ = ProvisioningJob.objects.select_for_update().get_or_create(
         request=gpu_request, kind=kind, defaults={"cluster": cluster_for_request(gpu_request=gpu_request)}
     )
@@ -168,37 +173,31 @@ def allocation_sweep(*, older_than_seconds: int = 60) -> int:
     return sent
 
 
-def applier_for_cluster(cluster):
+def applier_for_cluster(cluster) -> Applier:
     """The applier the cluster is configured for; credentials are read here and nowhere else."""
-    if cluster.applier == Applier.GITOPS:
-        from .appliers.gitops import GitOpsApplier
+    return applier_for(
+        cluster.applier,
+        cluster_name=cluster.name,
+        connection=cluster_connection(cluster) if cluster.applier == ApplierKind.KUBERNETES else None,
+        gitops_repo=cluster.gitops_repo or str(settings.PORTAL_DATA_DIR / "gitops" / cluster.name),
+        label_domain=settings.PORTAL_LABEL_DOMAIN,
+    )
 
-        repo = cluster.gitops_repo or str(settings.PORTAL_DATA_DIR / "gitops" / cluster.name)
-        return GitOpsApplier(repo_path=repo, cluster_name=cluster.name, author="gpu-portal")
-    from .kube.apply import KubernetesApplier
 
-    return KubernetesApplier(cluster_connection(cluster))
-
-
-def cluster_connection(cluster):
-    from .kube.client import ClusterConnection
-
+def cluster_connection(cluster) -> ClusterConnection:
     credential = ClusterCredential.objects.filter(cluster=cluster).first()
     return ClusterConnection(
         server=cluster.api_server,
         token=credential.token if credential else "",
         ca_cert=credential.ca_cert if credential else "",
         insecure_skip_tls_verify=credential.insecure_skip_tls_verify if credential else False,
-        timeout_seconds=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
+        request_timeout=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
     )
 
 
 def _start(*, job_id: int, kind: str):
     """Lock the job and its request; move the request to provisioning on the first apply. Returns
     (job, gpu_request) or None when there is nothing (more) to do."""
-    from intake.models import GpuRequest
-    from intake.services import request_transition
-
 
     with transaction.atomic():
         job = ProvisioningJob.objects.select_for_update().select_related("cluster").get(pk=job_id)
@@ -224,10 +223,6 @@ def _start(*, job_id: int, kind: str):
 def allocation_apply(*, job_id: int) -> ApplyOutcome:
     """Render, validate and apply a request's objects. Raises the applier's transient errors for the task to
     retry; permanent errors fail the job and the request with the reason."""
-    from .manifests import RenderError
-    from .manifests.validation import ManifestInvalid, validate_objects
-    from .selectors import request_manifests
-
     started = _start(job_id=job_id, kind=JobKind.APPLY)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
@@ -238,7 +233,11 @@ def allocation_apply(*, job_id: int) -> ApplyOutcome:
     except (RenderError, ManifestInvalid) as exc:
         allocation_fail(job_id=job.pk, message=f"The objects for this request could not be built: {exc}")
         return ApplyOutcome(job_id=job.pk, status=JobStatus.FAILED, message=str(exc))
-    refs = applier_for_cluster(job.cluster).apply(objects)
+    applier = applier_for_cluster(job.cluster)
+    try:
+        refs = applier.apply(objects)
+    finally:
+        applier.close()
     count = allocation_record(job_id=job.pk, refs=refs, objects=objects)
     return ApplyOutcome(job_id=job.pk, status=JobStatus.SUCCEEDED, objects=count)
 
@@ -280,8 +279,6 @@ def allocation_retrying(*, job_id: int, message: str) -> None:
 @transaction.atomic
 def allocation_fail(*, job_id: int, message: str) -> None:
     """The job failed for good: record why, and fail the request (if it was still being provisioned)."""
-    from intake.services import request_transition
-
 
     job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
     job.status, job.message, job.finished_at = JobStatus.FAILED, message, timezone.now()
@@ -291,26 +288,29 @@ def allocation_fail(*, job_id: int, message: str) -> None:
 
 
 def allocation_teardown(*, job_id: int) -> ApplyOutcome:
-    """Delete everything the portal created for a request (by its labels), idempotently."""
-    from .manifests.labels import selector_for_request
-    from .selectors import request_manifests
-
+    """Delete everything the portal created for a request (by its labels), idempotently, in reverse apply order
+    (workloads before the claims and gang objects they use)."""
     started = _start(job_id=job_id, kind=JobKind.TEARDOWN)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
     job, gpu_request = started
-    kinds = {(o.api_version, o.kind) for o in AppliedObject.objects.filter(request=gpu_request)}
+    recorded = list(AppliedObject.objects.filter(request=gpu_request).order_by("-id"))
+    kinds = [(o.api_version, o.kind) for o in recorded]
+    namespaces = {o.namespace for o in recorded if o.namespace}
     try:
-        rendered = request_manifests(gpu_request=gpu_request)
         request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
-        kinds |= {(o["apiVersion"], o["kind"]) for o in rendered if request_label in o["metadata"].get("labels", {})}
-        namespaces = sorted({o["metadata"]["namespace"] for o in rendered if o["metadata"].get("namespace")})
-    except Exception:  # noqa: BLE001 - the pool may be gone; fall back to what was recorded
-        namespaces = sorted({o.namespace for o in AppliedObject.objects.filter(request=gpu_request) if o.namespace})
-    refs = applier_for_cluster(job.cluster).delete(
-        selector_for_request(gpu_request.pk, settings.PORTAL_LABEL_DOMAIN), namespaces=namespaces,
-        kinds=sorted(kinds),
-    )
+        for obj in reversed(request_manifests(gpu_request=gpu_request)):
+            if request_label in obj["metadata"].get("labels", {}):
+                kinds.append((obj["apiVersion"], obj["kind"]))
+                namespaces.add(obj["metadata"].get("namespace", ""))
+    except (RenderError, NodePool.DoesNotExist):
+        pass  # the pool is gone or changed: what was recorded is what there is to delete
+    applier = applier_for_cluster(job.cluster)
+    try:
+        refs = applier.delete(selector_for_request(gpu_request.pk, settings.PORTAL_LABEL_DOMAIN),
+                              namespaces=sorted(namespaces - {""}), kinds=list(dict.fromkeys(kinds)))
+    finally:
+        applier.close()
     with transaction.atomic():
         AppliedObject.objects.filter(request=gpu_request, deleted_at__isnull=True).update(deleted_at=timezone.now())
     

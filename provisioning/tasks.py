@@ -4,34 +4,34 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from . import services
+from .appliers.base import PermanentApplyError, TransientApplyError
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 6
-BACKOFF_BASE_SECONDS = 5
 BACKOFF_CAP_SECONDS = 300
 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:
-    delay = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
-    return max(delay, retry_after or 0)
+    """Exponential backoff from settings.PORTAL_KUBE_RETRY_BASE_SECONDS, capped, never sooner than Retry-After."""
+    delay = min(BACKOFF_CAP_SECONDS, settings.PORTAL_KUBE_RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return max(delay, min(retry_after or 0, BACKOFF_CAP_SECONDS))
 
 
 def _run(task, service, job_id: int):
-    from .kube.errors import PermanentKubeError, TransientKubeError
-
     try:
         return service(job_id=job_id).status
-    except TransientKubeError as exc:
+    except TransientApplyError as exc:
         attempt = task.request.retries + 1
         if attempt >= MAX_ATTEMPTS:
             services.allocation_fail(job_id=job_id, message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
         services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
         raise task.retry(countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
-    except PermanentKubeError as exc:
+    except PermanentApplyError as exc:
         services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
         return "failed"
 
