@@ -70,3 +70,63 @@ class JobStatus(models.TextChoices):
 
 
 JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+
+# --- live cluster operations: inventory and MIG plans (branch live) ---------------------------------------------
+
+
+class SchedulingModelSeen(models.TextChoices):
+    """How a node hands out GPUs, as discovery saw it. `both` is a conflict: the device plugin and the NVIDIA DRA
+    GPU plugin must not manage the same node (reference §4.5)."""
+
+    DEVICE_PLUGIN = "device_plugin", "Device plugin (extended resources)"
+    DRA = "dra", "DRA ResourceSlices"
+    BOTH = "both", "Both (conflict)"
+
+
+class MigPlanStatus(models.TextChoices):
+    DRAFT = "draft", "Draft (proposed, not approved)"
+    APPROVED = "approved", "Approved (execution starts)"
+    EXECUTING = "executing", "Executing"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed (see the steps)"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+MIG_PLAN_ACTIVE = frozenset({MigPlanStatus.APPROVED, MigPlanStatus.EXECUTING})
+MIG_PLAN_FINISHED = frozenset({MigPlanStatus.DONE, MigPlanStatus.FAILED, MigPlanStatus.CANCELLED})
+
+
+class MigStepState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    CORDONED = "cordoned", "Cordoned"
+    DRAINING = "draining", "Waiting for GPU pods to finish"
+    LABELLED = "labelled", "nvidia.com/mig.config set"
+    RECONFIGURING = "reconfiguring", "mig-manager reconfiguring"
+    UNCORDONED = "uncordoned", "Uncordoned"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    STUCK = "stuck", "Stuck (deadline passed)"
+
+
+MIG_STEP_FINISHED = frozenset({MigStepState.DONE, MigStepState.FAILED, MigStepState.STUCK})
+
+# The execution state machine of one step; every transition is checked against it and logged on the step.
+MIG_STEP_TRANSITIONS: dict[str, frozenset[str]] = {
+    MigStepState.PENDING: frozenset({MigStepState.CORDONED, MigStepState.DONE, MigStepState.FAILED}),
+    MigStepState.CORDONED: frozenset({MigStepState.DRAINING, MigStepState.FAILED}),
+    MigStepState.DRAINING: frozenset({MigStepState.LABELLED, MigStepState.FAILED}),
+    MigStepState.LABELLED: frozenset({MigStepState.RECONFIGURING, MigStepState.UNCORDONED, MigStepState.FAILED,
+                                      MigStepState.STUCK}),
+    MigStepState.RECONFIGURING: frozenset({MigStepState.UNCORDONED, MigStepState.FAILED, MigStepState.STUCK}),
+    MigStepState.UNCORDONED: frozenset({MigStepState.DONE}),
+    MigStepState.DONE: frozenset(),
+    MigStepState.FAILED: frozenset(),
+    MigStepState.STUCK: frozenset(),
+}
+
+
+class FitVerdict(models.TextChoices):
+    FITS_NOW = "fits_now", "Fits now"
+    FITS_AFTER = "fits_after", "Fits after running work finishes"
+    NEVER = "never", "Never fits as the pool is"

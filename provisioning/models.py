@@ -5,6 +5,7 @@ node pools are what the platform team declares; discovery (later) records what t
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -16,11 +17,15 @@ from .choices import (
     JobKind,
     JobStatus,
     KUBERNETES_VERSIONS,
+    MIG_PLAN_ACTIVE,
     Applier,
     GangScheduler,
+    MigPlanStatus,
+    MigStepState,
     MigStrategy,
     PoolSource,
     SchedulingModel,
+    SchedulingModelSeen,
     SharingMode,
 )
 
@@ -81,6 +86,19 @@ class Cluster(models.Model):
     gang_queue = models.CharField(max_length=63, blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
+    discovered_kubernetes_version = models.CharField(max_length=40, blank=True, help_text="gitVersion, e.g. v1.35.2")
+    discovered_gang_schedulers = models.JSONField(
+        default=list, blank=True, help_text='installed gang schedulers: [{"backend", "api_group", "versions"}]'
+    )
+    dra_in_use = models.BooleanField(null=True, blank=True, help_text="GPU ResourceSlices seen; null: never synced")
+    discrepancies = models.JSONField(
+        default=list, blank=True, help_text='declared vs discovered: [{"field", "declared", "discovered", "message"}]'
+    )
+    last_synced_at = models.DateTimeField(null=True, blank=True, help_text="last successful inventory sync")
+    last_sync_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_sync_error = models.TextField(blank=True, help_text="why the last sync did not happen; empty when it did")
+    # --- end live ---
 
     class Meta:
         ordering = ["name"]
@@ -128,6 +146,16 @@ class NodePool(models.Model):
         max_length=20, choices=SchedulingModel.choices, blank=True, help_text="blank: the cluster's model"
     )
     source = models.CharField(max_length=20, choices=PoolSource.choices, default=PoolSource.DECLARED)
+    # --- live: discovery (branch live) ---
+    discovered = models.JSONField(
+        default=dict, blank=True, help_text="what the pool's nodes offered at the last sync (provisioning.discovery)"
+    )
+    discrepancies = models.JSONField(
+        default=list, blank=True, help_text='declared vs discovered: [{"field", "declared", "discovered", "message"}]'
+    )
+    discovery_key = models.CharField(max_length=200, blank=True, help_text="grouping key of a discovered pool")
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text="last sync that found nodes in this pool")
+    # --- end live ---
 
     class Meta:
         ordering = ["cluster__name", "name"]
@@ -243,3 +271,137 @@ class TeamQuota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.team.slug}: {self.gpu_equivalents} {self.strategy}"
+
+
+# --- live cluster operations: discovered nodes and MIG layout plans (branch live) --------------------------------
+
+
+class Node(models.Model):
+    """A GPU node as the cluster reported it at the last inventory sync (`provisioning.inventory.inventory_sync`).
+    Raw maps (labels, allocatable, capacity, taints) are kept as read; the parsed fields beside them are what the
+    portal uses (`provisioning.discovery.parse_node`)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    pool = models.ForeignKey(NodePool, null=True, blank=True, on_delete=models.SET_NULL, related_name="nodes")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True)
+    allocatable = models.JSONField(default=dict, blank=True)
+    capacity = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
+    unschedulable = models.BooleanField(default=False, help_text="cordoned (spec.unschedulable)")
+    gpu_model = models.ForeignKey(GpuModel, null=True, blank=True, on_delete=models.SET_NULL, related_name="nodes")
+    gpu_product = models.CharField(max_length=120, blank=True, help_text="nvidia.com/gpu.product or DRA productName")
+    gpu_count = models.PositiveSmallIntegerField(default=0, help_text="physical GPUs")
+    gpu_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    sharing_mode = models.CharField(max_length=20, choices=SharingMode.choices, blank=True)
+    mig_capable = models.BooleanField(default=False)
+    mig_strategy = models.CharField(max_length=10, blank=True)
+    mig_config = models.CharField(max_length=63, blank=True, help_text="nvidia.com/mig.config")
+    mig_config_state = models.CharField(max_length=20, blank=True, help_text="nvidia.com/mig.config.state")
+    mig_devices = models.JSONField(default=dict, blank=True, help_text="MIG devices on the node: {profile: count}")
+    gpu_replicas = models.PositiveSmallIntegerField(null=True, blank=True, help_text="nvidia.com/gpu.replicas")
+    sharing_strategy = models.CharField(max_length=20, blank=True, help_text="nvidia.com/gpu.sharing-strategy")
+    driver_version = models.CharField(max_length=20, blank=True)
+    driver_major = models.PositiveSmallIntegerField(null=True, blank=True)
+    clique = models.CharField(max_length=120, blank=True, help_text="nvidia.com/gpu.clique (NVLink domain)")
+    device_plugin_config = models.CharField(max_length=63, blank=True, help_text="nvidia.com/device-plugin.config")
+    scheduling_model = models.CharField(max_length=20, choices=SchedulingModelSeen.choices, blank=True)
+    dra_devices = models.JSONField(default=list, blank=True, help_text="GPU devices of its ResourceSlices")
+    gpu_resources = models.JSONField(default=dict, blank=True, help_text="allocatable GPU resources: {key: count}")
+    gpu_used = models.JSONField(default=dict, blank=True, help_text="held by non-terminated pods: {key: count}")
+    gpu_pods = models.JSONField(default=list, blank=True, help_text="non-terminated pods holding GPUs here")
+    usable = models.BooleanField(default=True, help_text="offers what its pool renders for (mode, naming, model)")
+    present = models.BooleanField(default=True, help_text="false: gone from the cluster")
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    gone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="%(app_label)s_%(class)s_unique_cluster_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+
+class MigPlan(models.Model):
+    """Proposed `nvidia.com/mig.config` changes for one cluster, with their cost; approved by the platform team,
+    then executed node by node by the beat-driven `provisioning.mig_plan_advance` task."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="mig_plans")
+    status = models.CharField(max_length=10, choices=MigPlanStatus.choices, default=MigPlanStatus.DRAFT)
+    summary = models.TextField(blank=True)
+    demand = models.JSONField(default=list, blank=True, help_text="the unmet MIG demand the plan addresses")
+    unmet = models.JSONField(default=list, blank=True, help_text="demand no layout change can meet, and why")
+    drain_timeout_seconds = models.PositiveIntegerField(
+        default=3600, help_text="how long a cordoned node waits for its GPU pods before the label is set anyway"
+    )
+    reconfigure_timeout_seconds = models.PositiveIntegerField(
+        default=900, help_text="how long mig-manager may take before the step is reported stuck"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One plan at a time changes a cluster's layouts.
+            models.UniqueConstraint(
+                fields=["cluster"],
+                condition=models.Q(status__in=sorted(MIG_PLAN_ACTIVE)),
+                name="%(app_label)s_%(class)s_one_active_per_cluster",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"MIG plan #{self.pk} for {self.cluster.name} ({self.status})"
+
+
+class MigPlanStep(models.Model):
+    """One node's layout change: its cost estimate, the workloads it interrupts, and its execution (every state
+    change is appended to `log`)."""
+
+    plan = models.ForeignKey(MigPlan, on_delete=models.CASCADE, related_name="steps")
+    node = models.ForeignKey(Node, null=True, blank=True, on_delete=models.SET_NULL, related_name="mig_steps")
+    node_name = models.CharField(max_length=253)
+    position = models.PositiveSmallIntegerField()
+    from_config = models.CharField(max_length=63, blank=True)
+    to_config = models.CharField(max_length=63)
+    gpu_count = models.PositiveSmallIntegerField(default=0)
+    gains = models.JSONField(default=dict, blank=True, help_text="MIG devices per profile after minus before")
+    estimated_seconds_min = models.PositiveIntegerField(default=0)
+    estimated_seconds_max = models.PositiveIntegerField(default=0)
+    remaining_work_seconds = models.PositiveIntegerField(default=0)
+    remaining_work_known = models.BooleanField(default=True, help_text="false: a running workload has no end")
+    affected_workloads = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=20, choices=MigStepState.choices, default=MigStepState.PENDING)
+    message = models.TextField(blank=True)
+    log = models.JSONField(default=list, blank=True, help_text='[{"at", "from", "to", "message"}]')
+    cordoned_by_portal = models.BooleanField(default=False, help_text="only a node the portal cordoned is uncordoned")
+    drain_deadline_at = models.DateTimeField(null=True, blank=True)
+    reconfigure_deadline_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "position"], name="%(app_label)s_%(class)s_unique_position"),
+            models.UniqueConstraint(fields=["plan", "node_name"], name="%(app_label)s_%(class)s_one_per_node"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_name}: {self.from_config or '-'} -> {self.to_config} ({self.state})"
