@@ -160,6 +160,16 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
 CELERY_BEAT_SCHEDULE: dict = {
     "provisioning-sweep": {"task": "provisioning.allocation_sweep", "schedule": 60.0},
+    # --- live: inventory discovery and MIG plan execution (branch live) ---
+    "inventory-sync": {
+        "task": "provisioning.inventory_sync_all",
+        "schedule": float(os.environ.get("PORTAL_INVENTORY_SYNC_SECONDS", "300")),
+    },
+    "mig-plans-advance": {
+        "task": "provisioning.mig_plans_advance",
+        "schedule": float(os.environ.get("PORTAL_MIG_ADVANCE_SECONDS", "15")),
+    },
+    # --- end live ---
 }
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
@@ -170,6 +180,11 @@ PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS"
 PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
+# --- live: MIG plans (branch live) ---
+# Defaults of a new plan: how long a cordoned node waits for its GPU pods, and for mig-manager to report.
+PORTAL_MIG_DRAIN_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_DRAIN_TIMEOUT_SECONDS", "3600"))
+PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS", "900"))
+# --- end live ---
 
 LOGGING = {
     "version": 1,

@@ -52,3 +52,26 @@ def allocation_teardown(self, job_id: int) -> str:
 def allocation_sweep() -> int:
     """Beat: dispatch jobs whose message never reached the broker."""
     return services.allocation_sweep()
+
+
+# --- live cluster operations: inventory discovery and MIG plans (branch live) -----------------------------------
+
+
+@shared_task(name="provisioning.inventory_sync", acks_late=True, soft_time_limit=300, time_limit=330)
+def inventory_sync(cluster_id: int) -> str:
+    """Discover one cluster. Failures are recorded on the cluster (last_sync_error); the next beat run retries."""
+    from .inventory import inventory_sync as sync
+    from .models import Cluster
+
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return "gone"
+    return sync(cluster=cluster).status
+
+
+@shared_task(name="provisioning.inventory_sync_all")
+def inventory_sync_all() -> int:
+    """Beat: one inventory_sync per enabled cluster."""
+    from .inventory import inventory_sync_dispatch
+
+    return inventory_sync_dispatch()
