@@ -121,11 +121,18 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         request=gpu_request, actor=user, from_status="", to_status=RequestStatus.PENDING_APPROVAL, comment="Submitted."
     )
     if decision["auto_approve"]:
+        # --- live: an automatic approval passes the same quota and capacity checks (branch live) ---
+        check = approval_check(gpu_request=gpu_request)
+        if check.refusal:
+            events.event_note(request=gpu_request, reason=check.refusal_code,
+                              comment=f"Not approved automatically: {check.refusal} The platform team decides.")
+            return gpu_request
         request_transition(
             request_id=gpu_request.pk,
             to_status=RequestStatus.APPROVED,
             actor=None,
-            comment=f"Approved automatically by rule {decision['rule']} (policy v{decision['policy_version']}).",
+            comment=f"Approved automatically by rule {decision['rule']} (policy v{decision['policy_version']})."
+            + check.note,
         )
         gpu_request.refresh_from_db()
     return gpu_request
@@ -137,11 +144,7 @@ def request_transition(*, request_id: int, to_status: str, actor, comment: str =
     schedule follow-up work after commit."""
     gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
     from_status = gpu_request.status
-    if to_status not in REQUEST_TRANSITIONS[from_status]:
-        raise Conflict(
-            f"Request #{gpu_request.pk} is {from_status.replace('_', ' ')}; it cannot become "
-            f"{to_status.replace('_', ' ')}."
-        )
+    _check_edge(gpu_request, to_status)
     gpu_request.status = to_status
     gpu_request.status_changed_at = timezone.now()
     gpu_request.save(update_fields=["status", "status_changed_at", "updated_at"])
@@ -150,6 +153,14 @@ def request_transition(*, request_id: int, to_status: str, actor, comment: str =
     )
     _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
     return gpu_request
+
+
+def _check_edge(gpu_request: GpuRequest, to_status: str) -> None:
+    if to_status not in REQUEST_TRANSITIONS[gpu_request.status]:
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {gpu_request.status.replace('_', ' ')}; it cannot become "
+            f"{to_status.replace('_', ' ')}."
+        )
 
 
 def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
@@ -175,9 +186,58 @@ def request_approve(*, user, request_id, comment: str = "") -> GpuRequest:
         raise PermissionDenied("Only the platform team approves requests.")
     if gpu_request.requested_by_id == user.pk:
         raise PermissionDenied("Nobody approves their own request; ask another member of the platform team.")
-    return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.APPROVED, actor=user, comment=comment or "Approved."
-    )
+    return _approve_checked(request_id=gpu_request.pk, actor=user, comment=comment or "Approved.")
+
+
+# --- live: quota and capacity at approval (branch live) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalCheck:
+    """What approval would do: `refusal` (and its code) when the team's quota would be exceeded or the request can
+    never fit its pool; otherwise `note`, appended to the approval event (e.g. what must finish first)."""
+
+    fit: dict
+    refusal: str = ""
+    refusal_code: str = ""
+    note: str = ""
+
+
+def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
+    """Quota and fit for approving this request. Takes the team's row lock, so within the caller's transaction
+    no other approval for the team can sum the same quota at the same time."""
+    from provisioning.choices import FitVerdict
+    from provisioning.selectors import request_fit
+
+    Team.objects.select_for_update().filter(pk=gpu_request.team_id).first()
+    answer = request_fit(gpu_request=gpu_request)
+    quota = answer["quota"]
+    if quota["exceeded"]:
+        return ApprovalCheck(fit=answer, refusal=f"Over quota: {quota['message']}", refusal_code="OverQuota")
+    if answer["verdict"] == FitVerdict.NEVER:
+        return ApprovalCheck(fit=answer, refusal=f"It can never fit its pool: {answer['reason']}",
+                             refusal_code="NeverFits")
+    if answer["verdict"] == FitVerdict.FITS_AFTER:
+        return ApprovalCheck(fit=answer, note=f" Capacity: does not fit now. {answer['reason']}")
+    return ApprovalCheck(fit=answer)
+
+
+@transaction.atomic
+def _approve_checked(*, request_id: int, actor, comment: str) -> GpuRequest:
+    """Approve after the quota and fit checks, in one transaction holding the team's and the request's locks (in
+    that order), so two concurrent approvals cannot both pass a quota that fits only one."""
+    team_id = GpuRequest.objects.values_list("team_id", flat=True).get(pk=request_id)
+    Team.objects.select_for_update().filter(pk=team_id).first()
+    gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=request_id)
+    _check_edge(gpu_request, RequestStatus.APPROVED)
+    check = approval_check(gpu_request=gpu_request)
+    if check.refusal:
+        raise Conflict(check.refusal)
+    return request_transition(request_id=request_id, to_status=RequestStatus.APPROVED, actor=actor,
+                              comment=comment + check.note)
+
+
+# --- end live ---
 
 
 def request_reject(*, user, request_id, comment: str) -> GpuRequest:

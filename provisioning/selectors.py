@@ -1,13 +1,22 @@
-"""Reads of clusters and inventory."""
+"""Reads of clusters and inventory: the decision function's snapshot, renderer inputs, and (branch live) capacity,
+the fit check, quotas and driver upgrade impact."""
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+import datetime
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import DecimalField, Prefetch, QuerySet, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
 
+from . import discovery, fit
 from .catalogue import load_catalogue
-from .choices import SharingMode, Strategy
-from .models import Cluster, NodePool
+from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
+from .models import Cluster, Node, NodePool, TeamQuota
 
 
 def cluster_list() -> QuerySet[Cluster]:
@@ -38,12 +47,42 @@ def pool_spec(pool: NodePool, catalogue=None) -> PoolSpec:
     )
 
 
+def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
+    """A pool of a synced cluster as its nodes offer it now (branch live): the GPU model on its nodes, the MIG
+    profiles they advertise, the lowest driver present, their NVLink domain; counted over the nodes that serve
+    what the pool is rendered for. None when no such node is left (nothing can be placed there)."""
+    catalogue = catalogue or load_catalogue()
+    seen = pool.discovered or {}
+    if not seen.get("usable_node_count") or seen.get("gpu_model") not in catalogue.models:
+        return None
+    return PoolSpec(
+        id=pool.id,
+        cluster=pool.cluster.name,
+        name=pool.name,
+        gpu_model=seen["gpu_model"],
+        gpus_per_node=seen.get("gpus_per_node") or pool.gpus_per_node,
+        node_count=seen["usable_node_count"],
+        sharing_mode=pool.sharing_mode,
+        mig_profiles=dict(seen.get("mig_profiles") or {}) if pool.sharing_mode == SharingMode.MIG else {},
+        mig_layout=pool.mig_layout,
+        mig_strategy=pool.mig_strategy,
+        time_slicing_replicas=seen.get("time_slicing_replicas") or pool.time_slicing_replicas,
+        driver_major=seen.get("min_driver_major"),
+        nvlink_domain=seen.get("nvlink_domain") or "",
+        scheduling_model=pool.effective_scheduling_model,
+    )
+
+
 def inventory_snapshot() -> Inventory:
-    """What the decision function sees: enabled clusters and their pools, with the catalogue."""
+    """What the decision function sees: enabled clusters and their pools, with the catalogue. A cluster that was
+    never synced offers its declared pools as declared; a synced one offers what discovery found (branch live)."""
     catalogue = load_catalogue()
     clusters = []
     for cluster in cluster_list().filter(enabled=True):
-        pools = tuple(pool_spec(pool, catalogue) for pool in cluster.pools.all())
+        if cluster.last_synced_at is None:
+            pools = tuple(pool_spec(pool, catalogue) for pool in cluster.pools.all())
+        else:
+            pools = tuple(spec for pool in cluster.pools.all() if (spec := discovered_pool_spec(pool, catalogue)))
         clusters.append(
             ClusterSpec(
                 id=cluster.id,
@@ -74,7 +113,8 @@ def cluster_profile(*, cluster, pool) -> "ClusterProfile":
         label_domain=settings.PORTAL_LABEL_DOMAIN,
         pool=PoolProfile(
             name=pool.name,
-            gpu_product=pool.gpu_model.product,
+            # The product the pool's nodes carry, once discovery has seen them (branch live).
+            gpu_product=(pool.discovered or {}).get("gpu_product") or pool.gpu_model.product,
             sharing_mode=pool.sharing_mode,
             mig_strategy=pool.mig_strategy,
             mig_layout=pool.mig_layout,
@@ -107,7 +147,9 @@ def team_spec(*, team, cluster=None) -> "TeamSpec":
                 caps[name] = max(caps.get(name, 0), shares)
             elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
                 model = catalogue.models.get(pool.gpu_model.key)
-                for profile_name in catalogue.layout_profiles(pool.mig_layout, pool.gpu_model.key):
+                offered = set(catalogue.layout_profiles(pool.mig_layout, pool.gpu_model.key))
+                offered |= {p for p in (pool.discovered or {}).get("mig_profiles", {}) if p in model.mig.profiles}
+                for profile_name in sorted(offered):
                     profile = model.mig.profiles[profile_name]
                     slices = int(quotas[Strategy.MIG] * model.mig.total_slices / profile.compute_slices)
                     caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
@@ -177,3 +219,297 @@ def pool_for_request(*, gpu_request) -> NodePool:
 
 def cluster_for_request(*, gpu_request) -> Cluster:
     return Cluster.objects.get(name=gpu_request.decision["cluster"])
+
+
+# --- live cluster operations: capacity, the fit check, quotas and driver upgrade impact (branch live) ---------
+
+# Requests that hold their GPUs (and count against the team's quota) until they end.
+HOLDING_STATUSES = ("approved", "provisioning", "running", "stalled")
+QUOTA_WORDS = {Strategy.WHOLE_GPU: "whole-GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-sliced"}
+DRIVER_VERSION_RE = re.compile(r"^\d{3}(\.\d+){0,2}$")
+
+
+def cluster_detail_list() -> QuerySet[Cluster]:
+    """Clusters with pools and present nodes loaded up front (a constant number of queries for any list)."""
+    pools = NodePool.objects.select_related("gpu_model").order_by("name")
+    nodes = Node.objects.filter(present=True).select_related("gpu_model", "pool").order_by("name")
+    return Cluster.objects.prefetch_related(
+        Prefetch("pools", queryset=pools), Prefetch("nodes", queryset=nodes)
+    ).order_by("name")
+
+
+def node_capacity_row(node: Node) -> discovery.NodeCapacityRow:
+    return discovery.NodeCapacityRow(
+        name=node.name, gpu_model=node.gpu_model.key if node.gpu_model else None, sharing_mode=node.sharing_mode,
+        gpu_replicas=node.gpu_replicas, gpu_resources=dict(node.gpu_resources or {}),
+        gpu_used=dict(node.gpu_used or {}), mig_devices=dict(node.mig_devices or {}),
+        schedulable=not node.unschedulable, mig_strategy=node.mig_strategy,
+    )  # fmt: skip
+
+
+def capacity_of(nodes) -> dict:
+    """Free and used GPUs by strategy over these (prefetched) nodes."""
+    return discovery.capacity_by_strategy((node_capacity_row(n) for n in nodes), load_catalogue())
+
+
+def _number(value) -> str:
+    """36 -> "36", 0.2857 -> "0.286": quota figures as people read them."""
+    return f"{Decimal(value):.3f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    team: str
+    strategy: str
+    limit: Decimal | None  # None: no quota row, unlimited
+    held: Decimal
+    requested: Decimal
+
+    @property
+    def would_hold(self) -> Decimal:
+        return self.held + self.requested
+
+    @property
+    def exceeded(self) -> bool:
+        return self.limit is not None and self.would_hold > self.limit
+
+    @property
+    def message(self) -> str:
+        words = QUOTA_WORDS.get(self.strategy, self.strategy)
+        if self.limit is None:
+            return (f"Team {self.team} has no {words} quota: unlimited (inherited, not a decision); it would hold "
+                    f"{_number(self.would_hold)} {words} equivalents: {_number(self.held)} held + "
+                    f"{_number(self.requested)} requested.")
+        return (f"Team {self.team} would hold {_number(self.would_hold)} of {_number(self.limit)} {words} "
+                f"equivalents: {_number(self.held)} held + {_number(self.requested)} requested.")
+
+    def as_dict(self) -> dict:
+        return {
+            "strategy": self.strategy, "limit": float(self.limit) if self.limit is not None else None,
+            "inherited": self.limit is None, "held": float(self.held), "requested": float(self.requested),
+            "would_hold": float(self.would_hold), "exceeded": self.exceeded, "message": self.message,
+        }  # fmt: skip
+
+
+def team_quota_state(*, team, strategy: str, requested, exclude_request_id: int | None = None) -> QuotaState:
+    """The team's quota for one strategy and what its requests hold: one SQL sum over the decisions' GPU
+    equivalents of its approved, provisioning, running and stalled requests."""
+    from intake.models import GpuRequest
+
+    quota = TeamQuota.objects.filter(team=team, strategy=strategy).values_list("gpu_equivalents", flat=True).first()
+    holding = GpuRequest.objects.filter(team=team, strategy=strategy, status__in=HOLDING_STATUSES)
+    if exclude_request_id is not None:
+        holding = holding.exclude(pk=exclude_request_id)
+    held = holding.aggregate(
+        total=Sum(Cast(KeyTextTransform("gpu_equivalents", "decision"), DecimalField(max_digits=14, decimal_places=6)))
+    )["total"] or Decimal(0)
+    return QuotaState(team=team.slug, strategy=strategy, limit=quota, held=Decimal(held).quantize(Decimal("0.001")),
+                      requested=Decimal(str(requested)).quantize(Decimal("0.001")))
+
+
+def _demand(decision: dict, pool: NodePool) -> fit.Demand:
+    strategy, profile = decision["strategy"], decision.get("mig_profile")
+    per_pod, pods = int(decision["gpus_per_replica"]), int(decision["replicas"])
+    model = load_catalogue().models.get(decision["gpu_model"])
+    if decision.get("scheduling_model", pool.effective_scheduling_model) == SchedulingModel.DRA:
+        resource = f"{discovery.DRA_MIG_PREFIX}{profile}" if strategy == Strategy.MIG else discovery.DRA_GPU
+        if strategy == Strategy.TIME_SLICING:
+            pods = 1  # every replica shares one claim's devices
+    elif strategy == Strategy.MIG:
+        spec = model.mig.profiles.get(profile) if model and model.mig else None
+        resource = discovery.GPU if pool.mig_strategy == MigStrategy.SINGLE else (
+            spec.resource_name if spec else f"{discovery.MIG_PREFIX}{profile}")
+    elif strategy == Strategy.TIME_SLICING:
+        resource = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
+    else:
+        resource = discovery.GPU
+    unit = {Strategy.MIG: f"{profile} slice", Strategy.TIME_SLICING: "time-sliced share"}.get(strategy, "GPU")
+    return fit.Demand(
+        resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
+        gpu_model=decision["gpu_model"], unit=unit, profile=profile if strategy == Strategy.MIG else None,
+        min_driver_major=(decision.get("driver") or {}).get("min_major"),
+        tolerations=tuple({"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
+                          for t in pool.taints or ()),
+    )  # fmt: skip
+
+
+def _declared_slots(pool: NodePool, demand: fit.Demand) -> list[fit.NodeSlot]:
+    """The declared pool as empty nodes: what a never-synced cluster would offer with nothing running."""
+    catalogue = load_catalogue()
+    resources: dict[str, int] = {}
+    mig_devices = {}
+    if pool.sharing_mode == SharingMode.MIG:
+        mig_devices = {p: n * pool.gpus_per_node for p, n in
+                       catalogue.layout_profiles(pool.mig_layout, pool.gpu_model.key).items()}
+        model = catalogue.models.get(pool.gpu_model.key)
+        for profile, count in mig_devices.items():
+            if pool.effective_scheduling_model == SchedulingModel.DRA:
+                key = f"{discovery.DRA_MIG_PREFIX}{profile}"
+            elif pool.mig_strategy == MigStrategy.SINGLE:
+                key = discovery.GPU
+            else:
+                key = model.mig.profiles[profile].resource_name
+            resources[key] = resources.get(key, 0) + count
+    elif pool.effective_scheduling_model == SchedulingModel.DRA:
+        resources[discovery.DRA_GPU] = pool.gpus_per_node
+    elif pool.sharing_mode == SharingMode.TIME_SLICING:
+        key = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
+        resources[key] = pool.gpus_per_node * (pool.time_slicing_replicas or 1)
+    else:
+        resources[discovery.GPU] = pool.gpus_per_node
+    driver = pool.driver_major
+    return [
+        fit.NodeSlot(name=f"{pool.name}-{i + 1}", gpu_model=pool.gpu_model.key, resources=resources,
+                     driver_major=driver, mig_devices=mig_devices, mig_config=pool.mig_layout)
+        for i in range(pool.node_count)
+    ]
+
+
+def _holders(nodes: list[Node], *, exclude_request_id: int | None) -> list[fit.Holder]:
+    from intake.models import GpuRequest
+
+    pods_by_key: dict[str, list[tuple[str, dict]]] = {}
+    for node in nodes:
+        for pod in node.gpu_pods or []:
+            if pod.get("request_id") == exclude_request_id and exclude_request_id is not None:
+                continue
+            key = f"request:{pod['request_id']}" if pod.get("request_id") else f"pod:{pod['namespace']}/{pod['name']}"
+            pods_by_key.setdefault(key, []).append((node.name, pod))
+    ids = [int(k.split(":")[1]) for k in pods_by_key if k.startswith("request:")]
+    requests = {r.pk: r for r in GpuRequest.objects.filter(pk__in=ids).select_related("team")}
+    holders = []
+    for key, entries in sorted(pods_by_key.items()):
+        held: dict[str, dict[str, int]] = {}
+        for node_name, pod in entries:
+            for resource, count in (pod.get("resources") or {}).items():
+                held.setdefault(node_name, {})[resource] = held.get(node_name, {}).get(resource, 0) + count
+        starts = sorted(p["started_at"] for _, p in entries if p.get("started_at"))
+        request = requests.get(int(key.split(":")[1])) if key.startswith("request:") else None
+        if request is not None:
+            label = f"#{request.pk} {request.team.slug}/{request.name} ({request.status})"
+            hours = request.answers.get("expected_hours")
+            start = datetime.datetime.fromisoformat(starts[0].replace("Z", "+00:00")) if starts else None
+            end = start + datetime.timedelta(hours=float(hours)) if start and hours else None
+            holders.append(fit.Holder(key=key, label=label, held=held, request_id=request.pk,
+                                      team=request.team.slug, expected_end=end))
+        else:
+            _, pod = entries[0]
+            owner = f"request #{key.split(':')[1]} (unknown to this portal)" if key.startswith("request:") else (
+                f"pod {pod['namespace']}/{pod['name']} (not from the portal)")
+            holders.append(fit.Holder(key=key, label=owner, held=held))
+    return holders
+
+
+def request_fit(*, gpu_request) -> dict:
+    """Does the request fit its pool, node by node, now? With the projected GPU-hours and the team's quota."""
+    decision, answers = gpu_request.decision, gpu_request.answers
+    hours = answers.get("expected_hours")
+    devices = int(decision["gpus_per_replica"]) * int(decision["replicas"])
+    equivalents = float(decision["gpu_equivalents"])
+    projection = {
+        "expected_hours": hours,
+        "gpu_equivalents": equivalents,
+        "gpu_hours": round(equivalents * float(hours), 3) if hours else None,
+        "devices": devices,
+        "device_hours": round(devices * float(hours), 3) if hours else None,
+        "note": "GPU equivalents x expected_hours" if hours else "no expected_hours given: no projection",
+    }
+    quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=equivalents,
+                             exclude_request_id=gpu_request.pk)
+    base = {"cluster": decision["cluster"], "node_pool": decision["node_pool"], "projection": projection,
+            "quota": quota.as_dict()}
+    pool = NodePool.objects.select_related("cluster", "gpu_model").filter(
+        cluster__name=decision["cluster"], name=decision["node_pool"]).first()
+    if pool is None:
+        return {**base, "basis": "declared", "synced_at": None, "demand": None,
+                **fit.FitAnswer(fit.NEVER, f"Pool {decision['cluster']}/{decision['node_pool']} does not exist any "
+                                           "more; the request must be placed again.").as_dict()}
+    demand = _demand(decision, pool)
+    synced_at = pool.cluster.last_synced_at
+    if synced_at is None:
+        answer = fit.check_fit(demand, _declared_slots(pool, demand))
+        answer.reason = (f"Based on the declared pool ({pool.cluster.name} has never been synced, so running work "
+                         f"is not known): {answer.reason}")
+        basis = "declared"
+    else:
+        nodes = list(pool.nodes.filter(present=True).select_related("gpu_model").order_by("name"))
+        own = {n.name: {} for n in nodes}
+        for node in nodes:  # a request's own pods do not stand in its way
+            for pod in node.gpu_pods or []:
+                if pod.get("request_id") == gpu_request.pk:
+                    for key, count in (pod.get("resources") or {}).items():
+                        own[node.name][key] = own[node.name].get(key, 0) + count
+        slots = [
+            fit.NodeSlot(
+                name=n.name, gpu_model=n.gpu_model.key if n.gpu_model else None,
+                resources=dict(n.gpu_resources or {}),
+                used={k: v - own[n.name].get(k, 0) for k, v in (n.gpu_used or {}).items()},
+                schedulable=not n.unschedulable, taints=tuple(n.taints or ()), driver_major=n.driver_major,
+                mig_devices=dict(n.mig_devices or {}), mig_config=n.mig_config, usable=n.usable,
+            )
+            for n in nodes
+        ]  # fmt: skip
+        answer = fit.check_fit(demand, slots, _holders(nodes, exclude_request_id=gpu_request.pk))
+        if not nodes:
+            answer.reason = f"No node of {pool.cluster.name}/{pool.name} was found at the last sync."
+        basis = "discovered"
+    demand_view = {"resource": demand.resource, "per_pod": demand.per_pod, "pods": demand.pods, "gang": demand.gang,
+                   "gpu_model": demand.gpu_model, "min_driver_major": demand.min_driver_major}
+    return {**base, "basis": basis, "synced_at": synced_at.isoformat() if synced_at else None, "demand": demand_view,
+            **answer.as_dict()}
+
+
+def driver_upgrade_impact(*, pool: NodePool, driver_version: str) -> dict:
+    """If `pool` moved to `driver_version`: the approved, provisioning, running and stalled requests placed on it
+    that could no longer be scheduled there (their driver floor, or the GPU's MIG minimum), with their owners."""
+    from intake.models import GpuRequest
+    from portal.errors import InvalidInput
+
+    if not DRIVER_VERSION_RE.match(driver_version or ""):
+        raise InvalidInput("A driver version such as 580.65.06.", field="driver_version")
+    major = int(driver_version.split(".")[0])
+    catalogue = load_catalogue()
+
+    def version_key(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+    requests = (
+        GpuRequest.objects.filter(status__in=HOLDING_STATUSES, decision__cluster=pool.cluster.name,
+                                  decision__node_pool=pool.name)
+        .select_related("team", "requested_by").order_by("id")
+    )
+    affected = []
+    for request in requests:
+        floor = (request.decision.get("driver") or {}).get("min_major") or request.answers.get("min_driver_major")
+        reasons = []
+        if floor and int(floor) > major:
+            reasons.append(f"asks for driver {floor} or newer")
+        model = catalogue.models.get(request.decision.get("gpu_model", ""))
+        if request.strategy == Strategy.MIG and model and model.mig and (
+            version_key(driver_version) < version_key(model.mig.min_driver)
+        ):
+            reasons.append(f"MIG on {model.key} needs driver {model.mig.min_driver} or newer")
+        if reasons:
+            affected.append({
+                "request_id": request.pk, "name": request.name, "status": request.status,
+                "team": request.team.slug, "cost_center": request.team.cost_center,
+                "requested_by": request.requested_by.get_username(),
+                "requested_by_email": request.requested_by.email, "min_driver_major": floor,
+                "strategy": request.strategy, "reason": "; ".join(reasons),
+            })  # fmt: skip
+    current = (pool.discovered or {}).get("driver_versions") or ([pool.driver_version] if pool.driver_version else [])
+    return {
+        "cluster": pool.cluster.name, "pool": pool.name, "driver_version": driver_version, "driver_major": major,
+        "current_driver_versions": current, "requests_checked": len(requests), "affected": affected,
+    }  # fmt: skip
+
+
+def pool_get(*, cluster_id, pool_id) -> NodePool:
+    from portal.errors import NotFound
+
+    pool = NodePool.objects.select_related("cluster", "gpu_model").filter(pk=pool_id, cluster_id=cluster_id).first() \
+        if str(pool_id).isdigit() and str(cluster_id).isdigit() else None
+    if pool is None:
+        raise NotFound("No such pool in this cluster.")
+    return pool
+
