@@ -631,14 +631,14 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     if modes != [pool.sharing_mode]:
         odd = _nodes_where(nodes, lambda n: n.sharing_mode != pool.sharing_mode)
         found.append(_d("sharing_mode", pool.sharing_mode, modes,
-                         f"{name} declares {pool.sharing_mode}; {odd} run(s) as "
+                         f"{name} declares {pool.sharing_mode}; the sharing mode on {odd} is "
                          f"{', '.join(m for m in modes if m != pool.sharing_mode)}."))
     if pool.sharing_mode == MIG:
         layouts = sorted({n.mig_config or "(no nvidia.com/mig.config)" for n in nodes})
         if layouts != [pool.mig_layout]:
             odd = _nodes_where(nodes, lambda n: n.mig_config != pool.mig_layout)
             found.append(_d("mig_layout", pool.mig_layout, layouts,
-                             f"{name} declares layout {pool.mig_layout}; {odd} have "
+                             f"{name} declares layout {pool.mig_layout}; the layout on {odd} is "
                              f"{', '.join(l for l in layouts if l != pool.mig_layout)}."))
         strategies = sorted({n.mig_strategy or "none" for n in nodes if n.sharing_mode == MIG})
         if pool.scheduling_model == DEVICE_PLUGIN and strategies and strategies != [pool.mig_strategy]:
