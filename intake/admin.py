@@ -88,7 +88,17 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     def review_sections(self, request, gpu_request) -> list:
         """Further read-only sections of the review page (fit, manifests...); extended by later features."""
-        return []
+        sections = []
+        # --- live: the gang-fit check, projected GPU-hours and the team's quota (branch live) ---
+        from django.template.loader import render_to_string
+
+        from provisioning.selectors import request_fit
+
+        fit = request_fit(gpu_request=gpu_request)
+        sections.append({"title": "Capacity: does it fit?",
+                         "html": render_to_string("admin/provisioning/_fit.html", {"fit": fit})})
+        # --- end live ---
+        return sections
 
     def _decide(self, request, pk, service, verb):
         if request.method != "POST":

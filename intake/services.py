@@ -228,7 +228,7 @@ def _approve_checked(*, request_id: int, actor, comment: str) -> GpuRequest:
     that order), so two concurrent approvals cannot both pass a quota that fits only one."""
     team_id = GpuRequest.objects.values_list("team_id", flat=True).get(pk=request_id)
     Team.objects.select_for_update().filter(pk=team_id).first()
-    gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=request_id)
+    gpu_request = GpuRequest.objects.select_for_update(of=("self",)).select_related("team").get(pk=request_id)
     _check_edge(gpu_request, RequestStatus.APPROVED)
     check = approval_check(gpu_request=gpu_request)
     if check.refusal:

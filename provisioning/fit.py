@@ -79,7 +79,7 @@ class FitAnswer:
             "placement": [{"node": n, "pods": p} for n, p in self.placement.items()],
             "must_finish": [
                 {"request_id": h.request_id, "team": h.team, "label": h.label,
-                 "expected_end": h.expected_end.isoformat() if h.expected_end else None}
+                 "expected_end": h.expected_end}
                 for h in self.must_finish
             ],
             "excluded_nodes": [{"node": n, "reason": r} for n, r in sorted(self.excluded.items())],

@@ -286,8 +286,9 @@ class QuotaState:
     def as_dict(self) -> dict:
         return {
             "strategy": self.strategy, "limit": float(self.limit) if self.limit is not None else None,
-            "inherited": self.limit is None, "held": float(self.held), "requested": float(self.requested),
-            "would_hold": float(self.would_hold), "exceeded": self.exceeded, "message": self.message,
+            "inherited": self.limit is None, "held": round(float(self.held), 6),
+            "requested": round(float(self.requested), 6), "would_hold": round(float(self.would_hold), 6),
+            "exceeded": self.exceeded, "message": self.message,
         }  # fmt: skip
 
 
@@ -303,8 +304,8 @@ def team_quota_state(*, team, strategy: str, requested, exclude_request_id: int 
     held = holding.aggregate(
         total=Sum(Cast(KeyTextTransform("gpu_equivalents", "decision"), DecimalField(max_digits=14, decimal_places=6)))
     )["total"] or Decimal(0)
-    return QuotaState(team=team.slug, strategy=strategy, limit=quota, held=Decimal(held).quantize(Decimal("0.001")),
-                      requested=Decimal(str(requested)).quantize(Decimal("0.001")))
+    return QuotaState(team=team.slug, strategy=strategy, limit=quota, held=Decimal(held),
+                      requested=Decimal(str(requested)))
 
 
 def _demand(decision: dict, pool: NodePool) -> fit.Demand:
@@ -373,8 +374,7 @@ def _holders(nodes: list[Node], *, exclude_request_id: int | None) -> list[fit.H
         for pod in node.gpu_pods or []:
             if pod.get("request_id") == exclude_request_id and exclude_request_id is not None:
                 continue
-            key = f"request:{pod['request_id']}" if pod.get("request_id") else f"pod:{pod['namespace']}/{pod['name']}"
-            pods_by_key.setdefault(key, []).append((node.name, pod))
+            pods_by_key.setdefault(_holder_key(pod), []).append((node.name, pod))
     ids = [int(k.split(":")[1]) for k in pods_by_key if k.startswith("request:")]
     requests = {r.pk: r for r in GpuRequest.objects.filter(pk__in=ids).select_related("team")}
     holders = []
@@ -455,8 +455,7 @@ def request_fit(*, gpu_request) -> dict:
         basis = "discovered"
     demand_view = {"resource": demand.resource, "per_pod": demand.per_pod, "pods": demand.pods, "gang": demand.gang,
                    "gpu_model": demand.gpu_model, "min_driver_major": demand.min_driver_major}
-    return {**base, "basis": basis, "synced_at": synced_at.isoformat() if synced_at else None, "demand": demand_view,
-            **answer.as_dict()}
+    return {**base, "basis": basis, "synced_at": synced_at, "demand": demand_view, **answer.as_dict()}
 
 
 def driver_upgrade_impact(*, pool: NodePool, driver_version: str) -> dict:
@@ -513,3 +512,74 @@ def pool_get(*, cluster_id, pool_id) -> NodePool:
         raise NotFound("No such pool in this cluster.")
     return pool
 
+
+
+def mig_planner_inputs(*, cluster: Cluster, now: datetime.datetime) -> tuple[list, list]:
+    """The MIG planner's inputs for one synced cluster: the devices pending and approved MIG requests ask for, per
+    pool, and the pools' MIG nodes with the workloads a layout change would interrupt."""
+    from intake.models import GpuRequest
+
+    from .migplan import MigDemand, MigNode, Workload
+
+    catalogue = load_catalogue()
+    demand = [
+        MigDemand(
+            request_id=r.pk, label=f"#{r.pk} {r.team.slug}/{r.name} ({r.status})", pool=r.decision["node_pool"],
+            gpu_model=r.decision["gpu_model"], profile=r.decision["mig_profile"],
+            devices=int(r.decision["gpus_per_replica"]) * int(r.decision["replicas"]),
+        )
+        for r in GpuRequest.objects.filter(status__in=("pending_approval", "approved"), strategy=Strategy.MIG,
+                                           decision__cluster=cluster.name).select_related("team").order_by("id")
+        if r.decision.get("mig_profile")
+    ]  # fmt: skip
+    nodes = list(
+        Node.objects.filter(cluster=cluster, present=True, pool__isnull=False, sharing_mode=SharingMode.MIG,
+                            gpu_model__isnull=False).select_related("pool", "gpu_model").order_by("name")
+    )
+    holders = {h.key: h for h in _holders(nodes, exclude_request_id=None)}
+    owners = _owners([h.request_id for h in holders.values() if h.request_id])
+    mig_nodes = []
+    for node in nodes:
+        model = catalogue.models.get(node.gpu_model.key)
+        used: dict[str, int] = {}
+        for key, count in (node.gpu_used or {}).items():
+            profile = discovery.key_profile(key, model) or (
+                next(iter(node.mig_devices or {}), None) if key == discovery.GPU else None)
+            if profile:
+                used[profile] = used.get(profile, 0) + count
+        workloads = []
+        for holder in holders.values():
+            if node.name not in holder.held:
+                continue
+            remaining = int((holder.expected_end - now).total_seconds()) if holder.expected_end else None
+            workloads.append(Workload(
+                label=holder.label, request_id=holder.request_id, team=holder.team,
+                owner=owners.get(holder.request_id, ""), pods=sum(1 for p in node.gpu_pods or []
+                                                                  if _holder_key(p) == holder.key),
+                remaining_seconds=max(remaining, 0) if remaining is not None else None,
+            ))  # fmt: skip
+        mig_nodes.append(MigNode(
+            name=node.name, pool=node.pool.name, gpu_model=node.gpu_model.key, gpu_count=node.gpu_count,
+            mig_config=node.mig_config, offered=dict(node.mig_devices or {}), used=used,
+            mig_strategy=node.mig_strategy or "mixed", schedulable=not node.unschedulable,
+            config_state=node.mig_config_state, workloads=tuple(workloads),
+        ))  # fmt: skip
+    return demand, mig_nodes
+
+
+def _holder_key(pod: dict) -> str:
+    return f"request:{pod['request_id']}" if pod.get("request_id") else f"pod:{pod['namespace']}/{pod['name']}"
+
+
+def _owners(request_ids) -> dict[int, str]:
+    from intake.models import GpuRequest
+
+    return dict(GpuRequest.objects.filter(pk__in=list(request_ids)).values_list("pk", "requested_by__username"))
+
+
+def mig_plan_list() -> QuerySet:
+    from .models import MigPlan, MigPlanStep
+
+    return MigPlan.objects.select_related("cluster", "created_by", "approved_by").prefetch_related(
+        Prefetch("steps", queryset=MigPlanStep.objects.order_by("position"))
+    )

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from portal.api.renderers import MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
+from provisioning.api.serializers import FitSerializer
 
 from .. import selectors, services
 from ..filtersets import RequestFilterSet
@@ -85,6 +86,15 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def manifests(self, request, pk=None):
         gpu_request = self.get_object()
         return Response(provisioning_selectors.request_manifests(gpu_request=gpu_request))
+
+    # --- live: the gang-fit check (branch live) ---
+    @extend_schema(responses={200: FitSerializer},
+                   summary="Does the request fit its pool node by node: fits_now, fits_after or never, with the "
+                           "projected GPU-hours and the team's quota")
+    @action(detail=True, methods=["get"])
+    def fit(self, request, pk=None):
+        gpu_request = self.get_object()
+        return Response(FitSerializer(provisioning_selectors.request_fit(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
     @action(detail=True, methods=["post"])
