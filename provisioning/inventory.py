@@ -285,3 +285,17 @@ def inventory_sync_dispatch() -> int:
         except Exception as exc:  # noqa: BLE001 - the broker is down; the next beat tries again
             logger.warning("could not dispatch the inventory sync of cluster %s: %s", cluster_id, exc)
     return sent
+
+
+def inventory_sync_request(*, user, cluster: Cluster) -> str:
+    """Ask for a sync of one cluster now (platform team); the task runs after this transaction commits."""
+    from portal.errors import PermissionDenied
+    from portal.roles import is_platform
+
+    from . import tasks
+
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team starts an inventory sync.")
+    note = no_api_server_note(cluster)
+    transaction.on_commit(lambda: tasks.inventory_sync.apply_async(args=[cluster.pk], retry=False))
+    return note or f"Sync of {cluster.name} queued; GET the cluster to see the result."

@@ -1,6 +1,9 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..models import Cluster, NodePool
+from .. import selectors
+from ..models import Cluster, Node, NodePool
 
 
 class NodePoolSerializer(serializers.ModelSerializer):
@@ -23,8 +26,20 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "nvlink_domain",
             "scheduling_model",
             "source",
+            # --- live (branch live) ---
+            "node_selector",
+            "discovered",
+            "discrepancies",
+            "last_seen_at",
+            "capacity",
         ]
         read_only_fields = fields
+
+    capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy on the pool's nodes")
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_capacity(self, pool) -> dict:
+        return selectors.capacity_of(n for n in pool.cluster.nodes.all() if n.pool_id == pool.id)
 
 
 class ClusterSerializer(serializers.ModelSerializer):
@@ -44,5 +59,164 @@ class ClusterSerializer(serializers.ModelSerializer):
             "applier",
             "enabled",
             "pools",
+            # --- live (branch live) ---
+            "discovered_kubernetes_version",
+            "discovered_gang_schedulers",
+            "dra_in_use",
+            "discrepancies",
+            "last_synced_at",
+            "last_sync_attempt_at",
+            "last_sync_error",
+            "node_count",
+            "capacity",
         ]
         read_only_fields = fields
+
+    node_count = serializers.SerializerMethodField(help_text="GPU nodes present at the last sync")
+    capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy, over all GPU nodes")
+
+    def get_node_count(self, cluster) -> int:
+        return len(cluster.nodes.all())
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_capacity(self, cluster) -> dict:
+        return selectors.capacity_of(cluster.nodes.all())
+
+
+# --- live cluster operations (branch live) ----------------------------------------------------------------------
+
+
+class NodeSerializer(serializers.ModelSerializer):
+    """A GPU node as last discovered. Which pods hold its GPUs is not shown (they belong to many teams)."""
+
+    pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    gpu_model = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    gpu_free = serializers.SerializerMethodField(help_text="allocatable minus held, per resource (0 when cordoned)")
+    gpu_pod_count = serializers.SerializerMethodField(help_text="non-terminated pods holding GPUs here")
+    scheduling_model = serializers.CharField(read_only=True, help_text="device_plugin, dra, or both (a conflict)")
+
+    class Meta:
+        model = Node
+        fields = [
+            "name", "pool", "gpu_model", "gpu_product", "gpu_count", "sharing_mode", "mig_strategy", "mig_config",
+            "mig_config_state", "mig_devices", "gpu_replicas", "driver_version", "clique", "device_plugin_config",
+            "scheduling_model", "unschedulable", "taints", "gpu_resources", "gpu_used", "gpu_free", "gpu_pod_count",
+            "usable", "labels", "last_seen_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
+    def get_gpu_free(self, node) -> dict:
+        if node.unschedulable:
+            return {key: 0 for key in node.gpu_resources}
+        return {key: max(total - (node.gpu_used or {}).get(key, 0), 0) for key, total in node.gpu_resources.items()}
+
+    def get_gpu_pod_count(self, node) -> int:
+        return len(node.gpu_pods or [])
+
+
+class ClusterDetailSerializer(ClusterSerializer):
+    nodes = NodeSerializer(many=True, read_only=True)
+
+    class Meta(ClusterSerializer.Meta):
+        fields = [*ClusterSerializer.Meta.fields, "nodes"]
+        read_only_fields = fields
+
+
+class ProjectionSerializer(serializers.Serializer):
+    expected_hours = serializers.FloatField(allow_null=True)
+    gpu_equivalents = serializers.FloatField()
+    gpu_hours = serializers.FloatField(allow_null=True, help_text="gpu_equivalents x expected_hours")
+    devices = serializers.IntegerField(help_text="GPUs, slices or shares: gpus_per_replica x replicas")
+    device_hours = serializers.FloatField(allow_null=True)
+    note = serializers.CharField()
+
+
+class QuotaSerializer(serializers.Serializer):
+    strategy = serializers.CharField()
+    limit = serializers.FloatField(allow_null=True, help_text="null: no quota set, unlimited (inherited)")
+    inherited = serializers.BooleanField()
+    held = serializers.FloatField(help_text="GPU equivalents of the team's approved..stalled requests")
+    requested = serializers.FloatField()
+    would_hold = serializers.FloatField()
+    exceeded = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+class FitDemandSerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    per_pod = serializers.IntegerField()
+    pods = serializers.IntegerField()
+    gang = serializers.BooleanField()
+    gpu_model = serializers.CharField()
+    min_driver_major = serializers.IntegerField(allow_null=True)
+
+
+class PlacementSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    pods = serializers.IntegerField()
+
+
+class MustFinishSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField(allow_null=True)
+    team = serializers.CharField()
+    label = serializers.CharField()
+    expected_end = serializers.DateTimeField(allow_null=True)
+
+
+class ExcludedNodeSerializer(serializers.Serializer):
+    node = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class FitSerializer(serializers.Serializer):
+    verdict = serializers.ChoiceField(choices=["fits_now", "fits_after", "never"])
+    reason = serializers.CharField()
+    basis = serializers.ChoiceField(choices=["discovered", "declared"],
+                                    help_text="declared: the cluster was never synced; running work is unknown")
+    synced_at = serializers.DateTimeField(allow_null=True)
+    cluster = serializers.CharField()
+    node_pool = serializers.CharField()
+    demand = FitDemandSerializer(allow_null=True)
+    pods_fitting_now = serializers.IntegerField()
+    placement = PlacementSerializer(many=True)
+    must_finish = MustFinishSerializer(many=True)
+    excluded_nodes = ExcludedNodeSerializer(many=True)
+    projection = ProjectionSerializer()
+    quota = QuotaSerializer()
+
+
+class UpgradeImpactInputSerializer(serializers.Serializer):
+    driver_version = serializers.RegexField(
+        selectors.DRIVER_VERSION_RE, max_length=20,
+        error_messages={"invalid": "A driver version such as 580.65.06."},
+    )
+
+
+class AffectedRequestSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+    team = serializers.CharField()
+    cost_center = serializers.CharField()
+    requested_by = serializers.CharField()
+    requested_by_email = serializers.CharField()
+    min_driver_major = serializers.IntegerField(allow_null=True)
+    strategy = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class UpgradeImpactSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    pool = serializers.CharField()
+    driver_version = serializers.CharField()
+    driver_major = serializers.IntegerField()
+    current_driver_versions = serializers.ListField(child=serializers.CharField())
+    requests_checked = serializers.IntegerField()
+    affected = AffectedRequestSerializer(many=True)
+
+
+class SyncQueuedSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    status = serializers.CharField()
+    message = serializers.CharField()

@@ -1,14 +1,69 @@
-from rest_framework import mixins, viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from portal.roles import is_platform
 
 from .. import selectors
-from .serializers import ClusterSerializer
+from ..inventory import inventory_sync_request
+from .serializers import (
+    ClusterDetailSerializer,
+    ClusterSerializer,
+    SyncQueuedSerializer,
+    UpgradeImpactInputSerializer,
+    UpgradeImpactSerializer,
+)
+
+
+class IsPlatform(permissions.BasePermission):
+    """Platform-team operations (branch live)."""
+
+    message = "Only the platform team may do this."
+
+    def has_permission(self, request, view):
+        return is_platform(request.user)
 
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Clusters and their node pools; readable by every signed-in user (engineers see where work can go)."""
+    """Clusters and their node pools; readable by every signed-in user (engineers see where work can go).
+    The detail adds the GPU nodes as last discovered."""
 
     serializer_class = ClusterSerializer
     filterset_fields = ["name", "scheduling_model", "gang_scheduler"]
 
     def get_queryset(self):
-        return selectors.cluster_list()
+        return selectors.cluster_detail_list()
+
+    def get_serializer_class(self):
+        return ClusterDetailSerializer if self.action == "retrieve" else ClusterSerializer
+
+    # --- live (branch live) ---
+
+    @extend_schema(request=None, responses={202: SyncQueuedSerializer},
+                   summary="Discover the cluster's inventory now (platform team); runs in the background")
+    @action(detail=True, methods=["post"], permission_classes=[permissions.IsAuthenticated, IsPlatform])
+    def sync(self, request, pk=None):
+        cluster = self.get_object()
+        message = inventory_sync_request(user=request.user, cluster=cluster)
+        return Response(SyncQueuedSerializer({"cluster": cluster.name, "status": "queued", "message": message}).data,
+                        status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("pool_id", OpenApiTypes.INT, OpenApiParameter.PATH),
+            OpenApiParameter("driver_version", OpenApiTypes.STR, required=True,
+                             description="the driver the pool would move to, e.g. 580.65.06"),
+        ],
+        responses={200: UpgradeImpactSerializer},
+        summary="Requests that would no longer be schedulable if the pool moved to this driver (platform team)",
+    )
+    @action(detail=True, methods=["get"], url_path=r"pools/(?P<pool_id>[^/.]+)/upgrade-impact",
+            permission_classes=[permissions.IsAuthenticated, IsPlatform], filter_backends=[], pagination_class=None)
+    def upgrade_impact(self, request, pk=None, pool_id=None):
+        data = UpgradeImpactInputSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        pool = selectors.pool_get(cluster_id=pk, pool_id=pool_id)
+        impact = selectors.driver_upgrade_impact(pool=pool, driver_version=data.validated_data["driver_version"])
+        return Response(UpgradeImpactSerializer(impact).data)
