@@ -75,3 +75,19 @@ def inventory_sync_all() -> int:
     from .inventory import inventory_sync_dispatch
 
     return inventory_sync_dispatch()
+
+
+@shared_task(name="provisioning.mig_plan_advance", acks_late=True, soft_time_limit=120, time_limit=150)
+def mig_plan_advance(plan_id: int) -> str:
+    """Advance one MIG plan as far as it can go now (never waits: the beat calls again)."""
+    from .mig import mig_plan_advance as advance
+
+    return advance(plan_id=plan_id)
+
+
+@shared_task(name="provisioning.mig_plans_advance")
+def mig_plans_advance() -> int:
+    """Beat: advance every approved or executing MIG plan."""
+    from .mig import mig_plans_advance_dispatch
+
+    return mig_plans_advance_dispatch()
