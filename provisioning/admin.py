@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.db import models
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -79,6 +80,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
                        "last_sync_attempt_at", "last_sync_error", "discrepancy_list"]
     inlines = [NodePoolInline]
     actions = ["sync_inventory", "propose_mig_plan"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # API servers speak https
 
     # --- live: inventory discovery and MIG planning (branch live) ---
 
@@ -101,7 +103,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         for cluster in queryset:
             outcome = inventory_sync(cluster=cluster)
             level = messages.SUCCESS if outcome.status == "synced" else messages.WARNING
-            self.message_user(request, f"{cluster.name}: {outcome.status}. {outcome.message}", level)
+            self.message_user(request, f"Inventory of {cluster.name}: {outcome.status}. {outcome.message}", level)
 
     @admin.action(description="Propose MIG layout changes for the selected clusters")
     def propose_mig_plan(self, request, queryset):
