@@ -76,3 +76,27 @@ def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
         {"key": q.key, "label": q.label, "value": gpu_request.answers.get(q.key), "defaulted": q.key in defaulted}
         for q in QUESTIONS
     ]
+
+
+def policy_version_list(*, user) -> QuerySet[PolicyVersion]:
+    """Signed-off versions for everyone; drafts only for the platform team, who edit them."""
+    from portal.roles import is_platform
+
+    queryset = PolicyVersion.objects.prefetch_related(
+        Prefetch("rules", queryset=Rule.objects.order_by("kind", "position", "key"))
+    ).select_related("based_on").order_by("-number")
+    if not is_platform(user):
+        queryset = queryset.exclude(status=PolicyStatus.DRAFT)
+    return queryset
+
+
+def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
+    """The diff a draft would make; it names other teams' requests, so it is for the platform team."""
+    from portal.errors import PermissionDenied
+    from portal.roles import is_platform
+
+    from .policy_review import policy_version_diff
+
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team reviews policy changes.")
+    return policy_version_diff(version=version, days=days)

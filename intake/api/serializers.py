@@ -192,9 +192,48 @@ class RuleSerializer(serializers.ModelSerializer):
 class PolicyVersionSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=PolicyStatus.choices)
     signed_off_by = serializers.CharField(source="signed_off_by_name")
+    based_on = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    review = serializers.JSONField(allow_null=True, help_text="the diff the signer reviewed before signing off")
     rules = RuleSerializer(many=True)
 
     class Meta:
         model = PolicyVersion
-        fields = ["number", "status", "notes", "signed_off_by", "signed_off_at", "activated_at", "rules"]
+        fields = ["number", "status", "notes", "based_on", "signed_off_by", "signed_off_at", "activated_at",
+                  "review", "rules"]
         read_only_fields = fields
+
+
+class DecisionChangeSerializer(serializers.Serializer):
+    request = serializers.IntegerField()
+    team = serializers.CharField()
+    name = serializers.CharField()
+    workload_class = serializers.CharField()
+    status = serializers.CharField()
+    changes = serializers.DictField(child=serializers.ListField(allow_null=True),
+                                    help_text="field -> [before, after]")
+
+
+class ClassCountSerializer(serializers.Serializer):
+    evaluated = serializers.IntegerField()
+    changed = serializers.IntegerField()
+
+
+class PolicyDiffSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    baseline_version = serializers.IntegerField(allow_null=True)
+    days = serializers.IntegerField()
+    evaluated = serializers.IntegerField()
+    changed_count = serializers.IntegerField()
+    by_workload_class = serializers.DictField(child=ClassCountSerializer())
+    rules_changed = serializers.ListField(child=serializers.DictField())
+    changed = DecisionChangeSerializer(many=True)
+    digest = serializers.CharField(help_text="send it back to sign off what you reviewed")
+
+
+class PolicyDiffQuerySerializer(serializers.Serializer):
+    days = serializers.IntegerField(min_value=1, max_value=365, default=30)
+
+
+class PolicySignOffInputSerializer(serializers.Serializer):
+    digest = serializers.CharField(max_length=64, help_text="the digest of the diff you reviewed")
+    days = serializers.IntegerField(min_value=1, max_value=365, default=30)

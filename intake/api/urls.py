@@ -5,6 +5,7 @@ from . import views
 
 router = SimpleRouter()
 router.register("requests", views.RequestViewSet, basename="request")
+router.register("policy/versions", views.PolicyVersionViewSet, basename="policy-version")
 
 urlpatterns = [
     path("intake/questionnaire/", views.QuestionnaireView.as_view(), name="questionnaire"),

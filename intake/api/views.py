@@ -17,6 +17,9 @@ from ..filtersets import RequestFilterSet
 from ..questionnaire import questionnaire_definition
 from .serializers import (
     CommentInputSerializer,
+    PolicyDiffQuerySerializer,
+    PolicyDiffSerializer,
+    PolicySignOffInputSerializer,
     PolicyVersionSerializer,
     PreviewInputSerializer,
     PreviewSerializer,
@@ -100,6 +103,39 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         return self._transition(request, pk, services.request_cancel)
+
+
+class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Every version of the routing policy; drafts only for the platform team."""
+
+    serializer_class = PolicyVersionSerializer
+    lookup_field = "number"
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        return selectors.policy_version_list(user=self.request.user)
+
+    @extend_schema(parameters=[PolicyDiffQuerySerializer], responses={200: PolicyDiffSerializer},
+                   summary="What this version would change for the requests of the last N days")
+    @action(detail=True, methods=["get"])
+    def diff(self, request, number=None):
+        query = PolicyDiffQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        diff = selectors.policy_version_review(user=request.user, version=self.get_object(),
+                                               days=query.validated_data["days"])
+        return Response(PolicyDiffSerializer(diff.as_dict()).data)
+
+    @extend_schema(request=PolicySignOffInputSerializer, responses={200: PolicyVersionSerializer},
+                   summary="Sign off a reviewed draft: it becomes the policy in force")
+    @action(detail=True, methods=["post"], url_path="sign-off")
+    def sign_off(self, request, number=None):
+        data = PolicySignOffInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = services.policy_version_sign_off(
+            user=request.user, version_id=self.get_object().pk, reviewed_digest=data.validated_data["digest"],
+            days=data.validated_data["days"],
+        )
+        return Response(PolicyVersionSerializer(selectors.policy_version_list(user=request.user).get(pk=version.pk)).data)
 
 
 class PolicyView(APIView):
