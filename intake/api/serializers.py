@@ -2,6 +2,7 @@
 serializers only describe and carry it."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.models import Team, slug_validator
@@ -9,7 +10,7 @@ from portal.models import Team, slug_validator
 from ..answers import AnswersInvalid, normalise_answers
 from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind
 from ..models import GpuRequest, PolicyVersion, RequestEvent, Rule
-from ..questionnaire import QUESTIONS, Question
+from ..questionnaire import QUESTIONS, Question, openapi_schema
 
 STRATEGY_CHOICES = ["whole_gpu", "mig", "time_slicing"]
 
@@ -44,10 +45,10 @@ class _AnswersSerializerBase(serializers.Serializer):
         return dict(instance)
 
 
-# Fields generated from the questionnaire (they document the schema); validation delegates to
-# `normalise_answers`, so the API, the web form and the services apply one rule set.
-AnswersSerializer = type(
-    "AnswersSerializer", (_AnswersSerializerBase,), {q.key: _field_for(q) for q in QUESTIONS}
+# Fields generated from the questionnaire; validation delegates to `normalise_answers`, so the API, the web
+# form and the services apply one rule set. Its OpenAPI schema is the questionnaire's own (patterns, bounds).
+AnswersSerializer = extend_schema_field(openapi_schema())(
+    type("AnswersSerializer", (_AnswersSerializerBase,), {q.key: _field_for(q) for q in QUESTIONS})
 )
 
 
@@ -192,7 +193,7 @@ class RuleSerializer(serializers.ModelSerializer):
 class PolicyVersionSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=PolicyStatus.choices)
     signed_off_by = serializers.CharField(source="signed_off_by_name")
-    based_on = serializers.SlugRelatedField(slug_field="number", read_only=True)
+    based_on = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
     review = serializers.JSONField(allow_null=True, help_text="the diff the signer reviewed before signing off")
     rules = RuleSerializer(many=True)
 

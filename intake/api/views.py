@@ -14,6 +14,7 @@ from provisioning import selectors as provisioning_selectors
 
 from .. import selectors, services
 from ..filtersets import RequestFilterSet
+from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
 from .serializers import (
     CommentInputSerializer,
@@ -52,6 +53,8 @@ class PreviewView(APIView):
 class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = RequestSerializer
     filterset_class = RequestFilterSet
+    queryset = GpuRequest.objects.none()  # for the schema; get_queryset applies visibility
+    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         return selectors.request_list(user=self.request.user)
