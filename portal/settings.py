@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.ApiBodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -62,6 +63,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+# Largest request body accepted (bytes); an answers object is a few kilobytes.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024)))
 WSGI_APPLICATION = "portal.wsgi.application"
 
 TEMPLATES = [
@@ -133,6 +136,7 @@ REST_FRAMEWORK = {
     # JSON in, JSON out: one request shape per operation, documented exactly in the schema.
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -152,6 +156,12 @@ SPECTACULAR_SETTINGS = {
         "portal.api.schema.add_error_responses",
     ],
 }
+
+# Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
+PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
+# Failed sign-ins allowed per username and address before a lockout of PORTAL_LOGIN_LOCKOUT_SECONDS.
+PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
+PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
 
 # Celery: work is dispatched after commit and acknowledged late, so a killed worker's task is redelivered.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)

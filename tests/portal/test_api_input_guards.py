@@ -45,3 +45,12 @@ def test_form_encoded_bodies_are_refused_with_415(api, engineer, team_a, invento
     request_submit(user=engineer, team=team_a, name="x", raw_answers=VALID_ANSWERS)
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a"}, format="multipart")
     assert response.status_code == 415
+
+
+def test_an_oversized_body_is_a_json_413_and_stores_nothing(api, platform_user, inventory):
+    from intake.models import GpuRequest
+
+    body = {"team": "team-a", "name": "big", "answers": {**VALID_ANSWERS, "command": ["a" * 2_000_000]}}
+    response = api(platform_user).post("/api/v1/requests/", body, format="json")
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert GpuRequest.objects.count() == 0

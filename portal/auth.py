@@ -1,0 +1,40 @@
+"""Sign-in with a brake: after too many failed attempts for one username from one address, further attempts
+are refused for a while (counted in the shared cache, so every web worker agrees)."""
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.core.cache import cache
+
+
+def _key(request, username: str) -> str:
+    ident = request.META.get("REMOTE_ADDR", "") + "|" + username.strip().lower()
+    return "login-failures:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+class ThrottledLoginView(auth_views.LoginView):
+    def post(self, request, *args, **kwargs):
+        key = _key(request, request.POST.get("username", ""))
+        if (cache.get(key) or 0) >= settings.PORTAL_LOGIN_MAX_FAILURES:
+            form = self.get_form()
+            form.add_error(None, f"Too many failed sign-ins. Try again in "
+                                 f"{settings.PORTAL_LOGIN_LOCKOUT_SECONDS // 60} minutes.")
+            response = self.render_to_response(self.get_context_data(form=form))
+            response.status_code = 429
+            return response
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        key = _key(self.request, self.request.POST.get("username", ""))
+        cache.add(key, 0, settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        cache.delete(_key(self.request, self.request.POST.get("username", "")))
+        return super().form_valid(form)
