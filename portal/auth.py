@@ -3,10 +3,13 @@ are refused for a while (counted in the shared cache, so every web worker agrees
 from __future__ import annotations
 
 import hashlib
+import logging
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
 
 
 def _key(request, username: str) -> str:
@@ -14,10 +17,18 @@ def _key(request, username: str) -> str:
     return "login-failures:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
 
 
+def _failures(key: str) -> int:
+    try:
+        return cache.get(key) or 0
+    except Exception as exc:  # noqa: BLE001 - the cache (Redis) is down: sign-in still works, unthrottled
+        logger.warning("login throttling skipped, cache unavailable: %s", exc)
+        return 0
+
+
 class ThrottledLoginView(auth_views.LoginView):
     def post(self, request, *args, **kwargs):
         key = _key(request, request.POST.get("username", ""))
-        if (cache.get(key) or 0) >= settings.PORTAL_LOGIN_MAX_FAILURES:
+        if _failures(key) >= settings.PORTAL_LOGIN_MAX_FAILURES:
             form = self.get_form()
             form.add_error(None, f"Too many failed sign-ins. Try again in "
                                  f"{settings.PORTAL_LOGIN_LOCKOUT_SECONDS // 60} minutes.")
@@ -28,13 +39,18 @@ class ThrottledLoginView(auth_views.LoginView):
 
     def form_invalid(self, form):
         key = _key(self.request, self.request.POST.get("username", ""))
-        cache.add(key, 0, settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
         try:
+            cache.add(key, 0, settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
             cache.incr(key)
         except ValueError:  # expired between add and incr
             cache.set(key, 1, settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("could not count a failed sign-in, cache unavailable: %s", exc)
         return super().form_invalid(form)
 
     def form_valid(self, form):
-        cache.delete(_key(self.request, self.request.POST.get("username", "")))
+        try:
+            cache.delete(_key(self.request, self.request.POST.get("username", "")))
+        except Exception as exc:  # noqa: BLE001
+            logger.warning("could not reset failed sign-ins, cache unavailable: %s", exc)
         return super().form_valid(form)

@@ -175,8 +175,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
+# A queued provisioning job not started this long after its dispatch is sent again by the sweep.
+PORTAL_SWEEP_GRACE_SECONDS = float(os.environ.get("PORTAL_SWEEP_GRACE_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE: dict = {
-    "provisioning-sweep": {"task": "provisioning.allocation_sweep", "schedule": 60.0},
+    "provisioning-sweep": {
+        "task": "provisioning.allocation_sweep",
+        "schedule": float(os.environ.get("PORTAL_SWEEP_SECONDS", "60")),
+    },
 }
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.

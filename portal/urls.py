@@ -6,8 +6,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import health
 from .auth import ThrottledLoginView
 from .api.exceptions import api_not_found
+from .api.views import MeView
 
 api_v1 = [
+    path("me/", MeView.as_view(), name="me"),
     path("", include("intake.api.urls")),
     path("", include("provisioning.api.urls")),
 ]

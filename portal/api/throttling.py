@@ -1,7 +1,12 @@
 """API rate limiting per token (per session user when no token), in the shared cache so every web worker counts
 together. Rates come from settings at request time, so they can be tuned per deployment."""
+import logging
+
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
+
+
+logger = logging.getLogger(__name__)
 
 
 class TokenRateThrottle(SimpleRateThrottle):
@@ -13,7 +18,12 @@ class TokenRateThrottle(SimpleRateThrottle):
     def allow_request(self, request, view):
         self.rate = self.get_rate()
         self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request, view)
+        try:
+            return super().allow_request(request, view)
+        except Exception as exc:  # noqa: BLE001 - the cache (Redis) is down
+            # Fail open: an unavailable rate counter must not turn every API call into a 500.
+            logger.warning("rate limiting skipped, cache unavailable: %s", exc)
+            return True
 
     def get_cache_key(self, request, view):
         auth = getattr(request, "auth", None)

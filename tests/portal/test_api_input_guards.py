@@ -54,3 +54,9 @@ def test_an_oversized_body_is_a_json_413_and_stores_nothing(api, platform_user, 
     response = api(platform_user).post("/api/v1/requests/", body, format="json")
     assert response.status_code == 413 and response["Content-Type"] == "application/json"
     assert GpuRequest.objects.count() == 0
+
+
+def test_me_tells_the_caller_who_they_are(api, engineer, platform_user):
+    assert api(engineer).get("/api/v1/me/").json() == {"username": "eve", "role": "engineer", "teams": ["team-a"]}
+    assert api(platform_user).get("/api/v1/me/").json()["role"] == "platform"
+    assert api().get("/api/v1/me/").status_code == 401
