@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.cache import cache
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from .choices import Role
+from .errors import PermissionDenied
 from .models import Membership, Team
+from .roles import is_platform
 
 
 @transaction.atomic
@@ -64,3 +68,24 @@ def user_upsert(
         Membership.objects.get_or_create(user=user, team=team)
     token, _ = Token.objects.get_or_create(user=user)
     return user, token, created
+
+
+# --- worker heartbeat (portal.tasks.ping) -------------------------------------------------------------------------
+
+WORKER_HEARTBEAT_CACHE_KEY = "ops:worker-heartbeat"
+
+
+def worker_heartbeat_record(*, worker: str, task_id: str, request_id: str) -> dict:
+    """Remember the last ping a worker ran. Kept in the shared cache (Redis): every process sees it."""
+    heartbeat = {"worker": worker, "at": timezone.now().isoformat(), "task_id": task_id, "request_id": request_id}
+    cache.set(WORKER_HEARTBEAT_CACHE_KEY, heartbeat, timeout=None)
+    return heartbeat
+
+
+def worker_ping_dispatch(*, user) -> None:
+    """Send a `portal.ping` task (after commit); its heartbeat carries the caller's request id."""
+    from .tasks import ping  # tasks call services: imported here to keep the import graph acyclic
+
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team pings the workers.")
+    ping.delay_on_commit()

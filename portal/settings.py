@@ -165,13 +165,28 @@ PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
 
+# Logs: plain text by default (development server), one JSON object per line with LOG_FORMAT=json. Both carry
+# the request id (portal.request_context) in web requests and in the Celery tasks they dispatch.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise RuntimeError("LOG_FORMAT must be plain or json")
+# One access-log line per request from our middleware (gunicorn's own access log is off in the image).
+LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_context": {"()": "portal.logs.RequestContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+# Celery workers log through the configuration above instead of replacing the root logger's handlers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -184,3 +199,12 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     SECURE_REFERRER_POLICY = "same-origin"
     X_FRAME_OPTIONS = "DENY"
+
+# --- Operations: request ids, metrics, worker heartbeat ------------------------------------------------------
+# The request id middleware goes first, so every response (redirects and errors too) carries X-Request-ID.
+MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
+# /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
+CELERY_BEAT_SCHEDULE["portal.ping"] = {"task": "portal.ping", "schedule": 60.0}
+# --- end of operations settings ------------------------------------------------------------------------------
