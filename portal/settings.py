@@ -207,4 +207,6 @@ MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
 CELERY_BEAT_SCHEDULE["portal.ping"] = {"task": "portal.ping", "schedule": 60.0}
+# A database that does not answer fails /readyz within the probe's timeout instead of hanging it.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", int(os.environ.get("DB_CONNECT_TIMEOUT", "5")))
 # --- end of operations settings ------------------------------------------------------------------------------
