@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import health, metrics
+from . import health, metrics, oidc
 
 api_v1 = [
     path("", include("intake.api.urls")),
@@ -16,7 +16,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", oidc.LoginView.as_view(), name="login"),
+    path("oidc/", include(oidc.urlpatterns)),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
