@@ -167,3 +167,18 @@ def test_worker_heartbeat_age_appears_once_a_worker_pinged(client):
     assert not any(name == "gpu_portal_worker_heartbeat_age_seconds" for name, _ in scrape(client))
     worker_heartbeat_record(worker="celery@w1", task_id="t1", request_id="r1")
     assert 0 <= value(scrape(client), "gpu_portal_worker_heartbeat_age_seconds") < 5
+
+
+def test_worker_heartbeat_command_fails_when_the_heartbeat_is_missing_or_old():
+    from django.core.cache import cache
+    from django.core.management import CommandError, call_command
+
+    from portal.services import WORKER_HEARTBEAT_CACHE_KEY, worker_heartbeat_record
+
+    cache.delete(WORKER_HEARTBEAT_CACHE_KEY)
+    with pytest.raises(CommandError, match="no worker heartbeat"):
+        call_command("worker_heartbeat")
+    worker_heartbeat_record(worker="celery@w1", task_id="t1", request_id="r1")
+    call_command("worker_heartbeat", "--max-age", "60")
+    with pytest.raises(CommandError, match="old"):
+        call_command("worker_heartbeat", "--max-age", "-1")
