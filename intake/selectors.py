@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 from portal.errors import NotFound
 from portal.selectors import team_visible_ids
 
-from .choices import PolicyStatus
+from .choices import REQUEST_TERMINAL, PolicyStatus
 from .decisions import PolicySpec, RuleSpec
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
@@ -72,3 +72,12 @@ def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
         {"key": q.key, "label": q.label, "value": gpu_request.answers.get(q.key), "defaulted": q.key in defaulted}
         for q in QUESTIONS
     ]
+
+
+def request_catalog_list(*, user, filters=None) -> QuerySet[GpuRequest]:
+    """Requests exported to the Backstage catalog: the ones the user may see, live ones only (terminal requests
+    leave the catalog) unless `status` is given explicitly."""
+    queryset = request_list(user=user, filters=filters)
+    if not (filters and filters.get("status")):
+        queryset = queryset.exclude(status__in=sorted(REQUEST_TERMINAL))
+    return queryset.prefetch_related(None)

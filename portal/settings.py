@@ -238,3 +238,13 @@ OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTH
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "portal.oidc.PortalOIDCBackend"]
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # --- end of identity settings ------------------------------------------------------------------------------------
+
+# --- Backstage integration (intake.backstage) --------------------------------------------------------------------
+# The portal's public URL for links in catalog entities and the software template (empty: the request's host).
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "")
+# Catalog namespace of the exported Resource entities, and of the Group entities that own them (one per team).
+BACKSTAGE_NAMESPACE = os.environ.get("BACKSTAGE_NAMESPACE", "default")
+BACKSTAGE_GROUP_NAMESPACE = os.environ.get("BACKSTAGE_GROUP_NAMESPACE", "default")
+# Optional System entity the exported resources belong to.
+BACKSTAGE_SYSTEM = os.environ.get("BACKSTAGE_SYSTEM", "")
+# --- end of Backstage settings -----------------------------------------------------------------------------------
