@@ -109,6 +109,8 @@ def test_dockerfile_is_multi_stage_with_a_lean_non_root_final_stage():
     assert final[-1].startswith('CMD ["gunicorn", "portal.wsgi:application"')
 
 
-def test_the_image_leaves_tests_and_deployment_files_out():
+def test_the_image_leaves_tests_and_deployment_files_out_but_keeps_the_gunicorn_settings():
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {"tests", "deploy", ".git", ".env"} <= set(ignored)
+    # gunicorn reads ./gunicorn.conf.py (JSON logs, no duplicate access log) wherever it runs from /app.
+    assert (ROOT / "gunicorn.conf.py").exists() and "gunicorn.conf.py" not in ignored

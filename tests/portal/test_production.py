@@ -2,6 +2,7 @@
 DEBUG off serves health, readiness (database and broker really unreachable) and whitenoise static files."""
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -93,12 +94,15 @@ class Gunicorn:
         return requests.get(self.url + path, headers=headers, timeout=20, allow_redirects=False, **kwargs)
 
     def stop(self) -> str:
+        if hasattr(self, "output"):
+            return self.output
         self.process.terminate()
         try:
             output, _ = self.process.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
             output, _ = self.process.communicate()
+        self.output = output
         return output
 
 
@@ -143,6 +147,13 @@ def test_healthy_server_is_live_and_ready_and_serves_static_files_with_whitenois
     static = server.get(f"/static/portal/portal.{hashed}", headers={"Accept-Encoding": "gzip"})
     assert static.status_code == 200 and "text/css" in static.headers["Content-Type"]
     assert "immutable" in static.headers["Cache-Control"] and static.headers.get("Content-Encoding") == "gzip"
+
+    # gunicorn.conf.py: with LOG_FORMAT=json every line is JSON, gunicorn's own and the portal's access log.
+    lines = [json.loads(line) for line in server.stop().splitlines() if line.strip()]
+    assert any(line["logger"] == "gunicorn.error" for line in lines)
+    access = [line for line in lines if line["logger"] == "portal.access"]
+    assert {"path": "/readyz", "status": 200, "request_id": ready.headers["X-Request-ID"]}.items() <= next(
+        line for line in access if line["path"] == "/readyz").items()
 
 
 def test_readyz_is_503_and_names_the_database_when_it_is_unreachable(gunicorn):
