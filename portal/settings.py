@@ -203,6 +203,8 @@ if not DEBUG:
 # --- Operations: request ids, metrics, worker heartbeat ------------------------------------------------------
 # The request id middleware goes first, so every response (redirects and errors too) carries X-Request-ID.
 MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
+# Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
+MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
 # /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.

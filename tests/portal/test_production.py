@@ -137,8 +137,14 @@ def test_healthy_server_is_live_and_ready_and_serves_static_files_with_whitenois
     ready = server.get("/readyz")
     assert ready.status_code == 200 and ready.json()["checks"] == {"database": "ok", "broker": "ok"}
     assert ready.headers["X-Request-ID"]
-    # Without the proxy header the production settings redirect to https.
-    assert requests.get(server.url + "/healthz", headers={"Host": "portal.example.com"}, timeout=10,
+    # The kubelet and Prometheus call pods by IP over plain HTTP: probe endpoints answer any Host, unredirected,
+    # while every other page keeps the Host check and the HTTPS redirect.
+    for path in ("/healthz", "/readyz", "/metrics"):
+        direct = requests.get(server.url + path, headers={"Host": "10.1.2.3:8000"}, timeout=10, allow_redirects=False)
+        assert direct.status_code == 200, (path, direct.status_code)
+    assert requests.get(server.url + "/accounts/login/", headers={"Host": "10.1.2.3:8000"}, timeout=10,
+                        allow_redirects=False).status_code == 400
+    assert requests.get(server.url + "/accounts/login/", headers={"Host": "portal.example.com"}, timeout=10,
                         allow_redirects=False).status_code == 301
 
     # Pages link the hashed names of CompressedManifestStaticFilesStorage; whitenoise serves them forever-cached.
