@@ -158,12 +158,22 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    # Chargeback: one ingestion pass over every enabled cluster's portal pods.
+    "chargeback-usage-collect": {
+        "task": "chargeback.usage_collect",
+        "schedule": float(os.environ.get("CHARGEBACK_COLLECT_SECONDS", "300")),
+    },
+}
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
+# Chargeback: how a MIG slice converts to GPU equivalents ("compute" slices or "memory" fraction), and the
+# longest report window the API accepts.
+CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
+CHARGEBACK_MAX_REPORT_DAYS = int(os.environ.get("CHARGEBACK_MAX_REPORT_DAYS", "400"))
 
 LOGGING = {
     "version": 1,

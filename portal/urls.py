@@ -8,6 +8,7 @@ from . import health
 api_v1 = [
     path("", include("intake.api.urls")),
     path("", include("provisioning.api.urls")),
+    path("", include("chargeback.api.urls")),
 ]
 
 urlpatterns = [
