@@ -4,13 +4,17 @@ from provisioning.choices import Strategy  # noqa: F401  (the same words as deci
 
 
 class Category(models.TextChoices):
-    """What a stretch of GPU time was. Report rows add `adjustment`: late data booked into an open month."""
+    """What a stretch of GPU time was."""
 
     USAGE = "usage", "Usage"
     WASTE = "waste", "Waste (stalled gang)"
 
 
-ADJUSTMENT = "adjustment"  # the report's category for adjustment lines (never stored on an interval)
+# The report's categories for adjustment lines (late data for a closed month, booked in the next open month);
+# never stored on an interval.
+ADJUSTMENT = "adjustment"
+WASTE_ADJUSTMENT = "waste_adjustment"
+REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT)
 
 
 class EndSource(models.TextChoices):

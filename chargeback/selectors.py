@@ -4,11 +4,13 @@ The report, for a half-open UTC window [start, end):
 
 1. spans: every interval overlapping the window, clipped to it, an open one closed at `now` (not stored);
    plus, for closed months, each adjustment's stretch with the opposite sign (so the closed month shows exactly
-   what it showed when it closed) and, when its booking date is in the window, the adjustment line itself;
+   what it showed when it closed) and, when its booking date is in the window, the adjustment line itself
+   (category `adjustment`, or `waste_adjustment` for waste);
 2. buckets (only when grouping by day or month): spans cut at UTC day or month boundaries;
 3. pieces: buckets cut where a rate card of the same GPU model and strategy starts (a card is in force from its
    `valid_from` until the next card's); time before any card, or of a model with no card, is unpriced
    (currency "", cost empty);
+   lines that net to no time at all (a reclassification inside a closed month) are left out;
 4. sums: device-seconds, GPU-equivalent-seconds (the exact fraction num/den, divided once per group and
    denominator at 24 decimal places) and cost, then hours rounded to 6 places and cost to 2.
 """
@@ -168,7 +170,8 @@ spans AS (
     FROM chargeback_adjustment
     WHERE started_at < %(end)s AND ended_at > %(start)s{where}
     UNION ALL  -- ... and book it in the next open month
-    SELECT {span_columns}, 'adjustment', sign, booked_at, started_at, ended_at
+    SELECT {span_columns}, CASE WHEN category = 'waste' THEN 'waste_adjustment' ELSE 'adjustment' END,
+        sign, booked_at, started_at, ended_at
     FROM chargeback_adjustment
     WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}
 ),{buckets}
@@ -195,6 +198,7 @@ a AS (
         sum(cost_num::numeric(60, 24) / den) / 3600 AS cost
     FROM level1
     GROUP BY {level2_keys}
+    HAVING sum(device_seconds) <> 0 OR sum(eq_seconds_num::numeric(60, 24) / den) <> 0  -- nothing left: no line
 )
 SELECT {"".join(f"{c}, " for c in outer_select)}a.category,
     round(a.device_seconds / 3600, 6) AS device_hours,

@@ -461,14 +461,14 @@ def rate_card_check(*, gpu_model: str, strategy: str, valid_from: date, existing
     if horizon is None:
         return
     first_open = horizon.date()
-    if valid_from < first_open:
-        raise InvalidInput(
-            f"{valid_from:%Y-%m} is closed and its rates are frozen; start the new rate on or after {first_open}.",
-            field="valid_from",
-        )
     if existing is not None and existing.pk and existing.valid_from < first_open:
         raise InvalidInput(
             f"This card priced the closed month {existing.valid_from:%Y-%m}; add a new card from {first_open} instead.",
+            field="valid_from",
+        )
+    if valid_from < first_open:
+        raise InvalidInput(
+            f"{valid_from:%Y-%m} is closed and its rates are frozen; start the new rate on or after {first_open}.",
             field="valid_from",
         )
 

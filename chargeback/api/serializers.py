@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from provisioning.choices import Strategy
 
-from ..choices import ADJUSTMENT, GROUP_BY_CHOICES, Category
+from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES
 from ..models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 
 DEFAULT_GROUP_BY = "team,strategy,gpu_model"
@@ -64,7 +64,7 @@ class ReportRowSerializer(serializers.Serializer):
     request_name = serializers.CharField(required=False, allow_null=True)
     month = serializers.CharField(required=False, help_text="YYYY-MM")
     day = serializers.CharField(required=False, help_text="YYYY-MM-DD")
-    category = serializers.ChoiceField(choices=[*Category.values, ADJUSTMENT])
+    category = serializers.ChoiceField(choices=REPORT_CATEGORIES)
     device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     cost = serializers.DecimalField(max_digits=30, decimal_places=2, allow_null=True,
