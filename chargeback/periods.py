@@ -26,3 +26,12 @@ def months_between(start: date, end: date) -> list[date]:
 def day_start(day: date) -> datetime:
     """00:00 UTC of a calendar day: the instant a period given as YYYY-MM-DD starts or ends."""
     return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+
+
+def period_error(start: date, end: date, *, max_days: int) -> str | None:
+    """Why [start, end) is not an acceptable report period (the message names what to change), or None."""
+    if end <= start:
+        return "Must be after start (the period is [start, end))."
+    if (end - start).days > max_days:
+        return f"The period may span at most {max_days} days."
+    return None

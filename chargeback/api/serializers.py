@@ -1,14 +1,13 @@
 """HTTP shapes of the chargeback API."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from rest_framework import serializers
 
 from provisioning.choices import Strategy
 
 from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES
+from ..periods import period_error
 from ..models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 
 DEFAULT_GROUP_BY = "team,strategy,gpu_model"
@@ -39,11 +38,9 @@ class ReportQueryInputSerializer(serializers.Serializer):
         return names
 
     def validate(self, data):
-        if data["end"] <= data["start"]:
-            raise serializers.ValidationError({"end": ["Must be after start (the period is [start, end))."]})
-        limit = settings.CHARGEBACK_MAX_REPORT_DAYS
-        if data["end"] - data["start"] > timedelta(days=limit):
-            raise serializers.ValidationError({"end": [f"The period may span at most {limit} days."]})
+        error = period_error(data["start"], data["end"], max_days=settings.CHARGEBACK_MAX_REPORT_DAYS)
+        if error:
+            raise serializers.ValidationError({"end": [error]})
         return data
 
     def filters(self) -> dict:
