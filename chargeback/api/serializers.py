@@ -23,7 +23,7 @@ class ReportQueryInputSerializer(serializers.Serializer):
     team = serializers.CharField(required=False, help_text="only this team (slug)")
     cost_center = serializers.CharField(required=False)
     cluster = serializers.CharField(required=False)
-    strategy = serializers.ChoiceField(choices=Strategy.choices, required=False)
+    strategy = serializers.ChoiceField(choices=Strategy.values, required=False)
     gpu_model = serializers.CharField(required=False)
     request = serializers.IntegerField(required=False, min_value=1)
     format = serializers.ChoiceField(choices=["json", "csv"], required=False, default="json")
@@ -51,17 +51,18 @@ class ReportQueryInputSerializer(serializers.Serializer):
 class ReportRowSerializer(serializers.Serializer):
     """One report line. Group columns appear only when grouped by them."""
 
-    team = serializers.CharField(required=False, allow_null=True)
+    # Output only; a missing group column is left out (required=False), a None value is written as null.
+    team = serializers.CharField(required=False)
     cost_center = serializers.CharField(required=False)
     cluster = serializers.CharField(required=False)
     strategy = serializers.CharField(required=False)
     gpu_model = serializers.CharField(required=False)
     mig_profile = serializers.CharField(required=False)
-    request = serializers.IntegerField(required=False, allow_null=True)
-    request_name = serializers.CharField(required=False, allow_null=True)
+    request = serializers.IntegerField(required=False)
+    request_name = serializers.CharField(required=False)
     month = serializers.CharField(required=False, help_text="YYYY-MM")
     day = serializers.CharField(required=False, help_text="YYYY-MM-DD")
-    category = serializers.ChoiceField(choices=REPORT_CATEGORIES)
+    category = serializers.CharField(help_text=f"one of: {', '.join(REPORT_CATEGORIES)}")
     device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     cost = serializers.DecimalField(max_digits=30, decimal_places=2, allow_null=True,
@@ -77,7 +78,12 @@ class ReportSerializer(serializers.Serializer):
     rows = ReportRowSerializer(many=True)
 
 
+# The same choice set as the intake API's decisions, so the schema has one StrategyEnum.
+STRATEGY = serializers.ChoiceField(choices=Strategy.values, read_only=True)
+
+
 class RateCardSerializer(serializers.ModelSerializer):
+    strategy = STRATEGY
     class Meta:
         model = RateCard
         fields = ["id", "gpu_model", "strategy", "price_per_equivalent_hour", "currency", "valid_from", "note"]
@@ -86,6 +92,7 @@ class RateCardSerializer(serializers.ModelSerializer):
 
 class UsageIntervalSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    strategy = STRATEGY
     gpu_equivalents = serializers.SerializerMethodField(help_text="exact fraction, e.g. 1/7")
     flags = serializers.ListField(child=serializers.CharField(), read_only=True)
 
@@ -116,6 +123,7 @@ class ClosePeriodInputSerializer(serializers.Serializer):
 
 class AdjustmentSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    strategy = STRATEGY
 
     class Meta:
         model = Adjustment

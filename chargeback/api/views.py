@@ -7,10 +7,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.errors import PermissionDenied
 from portal.roles import sees_all_teams
 
 from .. import selectors, services
@@ -115,13 +115,19 @@ class ClosedPeriodViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(ClosedPeriodSerializer(period).data, status=status.HTTP_201_CREATED)
 
 
+class SeesAllTeams(BasePermission):
+    message = "Only finance and the platform team see this."
+
+    def has_permission(self, request, view):
+        return sees_all_teams(request.user)
+
+
 class UsageCollectionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Ingestion passes and what they changed (finance and platform)."""
 
     serializer_class = UsageCollectionSerializer
+    permission_classes = [IsAuthenticated, SeesAllTeams]
 
     def get_queryset(self):
-        if not sees_all_teams(self.request.user):
-            raise PermissionDenied("Collection passes are for finance and the platform team.")
         return selectors.collection_list()
 
