@@ -27,6 +27,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Iterable
 
+from provisioning.catalogue import mig_equivalents  # pure Python, no Django
+
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpu-portal"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -164,8 +166,6 @@ def expected_equivalents(
     policy: str = "compute",
 ) -> Fraction | None:
     """The exact GPU equivalents of a pod from the catalogue and its pool; None when they cannot be known."""
-    from provisioning.catalogue import mig_equivalents
-
     if strategy == "whole_gpu":
         return Fraction(devices)
     if strategy == "mig":

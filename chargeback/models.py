@@ -39,13 +39,15 @@ class UsageInterval(models.Model):
     A pod normally has one interval; a waste window splits it into segments that never overlap (enforced by
     the exclusion constraint)."""
 
-    pod_uid = models.CharField(max_length=64)
+    # "C" collation: byte comparisons, several times cheaper than a locale's inside the GiST exclusion index.
+    pod_uid = models.CharField(max_length=64, db_collation="C")
     namespace = models.CharField(max_length=63, blank=True)
     pod_name = models.CharField(max_length=253, blank=True)
     request = models.ForeignKey(
         "intake.GpuRequest", null=True, blank=True, on_delete=models.PROTECT, related_name="usage_intervals"
     )
-    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.PROTECT, related_name="usage_intervals")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.PROTECT, related_name="usage_intervals",
+                             db_index=False)  # (team, started_at) below serves it
     cost_center = models.CharField(max_length=64, blank=True, help_text="the team's cost centre when ingested")
     cluster = models.CharField(max_length=40)
     strategy = models.CharField(max_length=20, choices=Strategy.choices)

@@ -224,13 +224,20 @@ def report_rows(*, user, start: date, end: date, group_by: Sequence[str], now: d
 def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple]:
     """The rows of a report as tuples (in `query.columns` order), read through a server-side cursor a chunk
     at a time, so memory stays flat however many rows there are."""
-    with connection.chunked_cursor() as cursor:
-        cursor.execute(query.sql, query.params)
-        while True:
-            chunk = cursor.fetchmany(chunk_size)
-            if not chunk:
-                return
-            yield from chunk
+    with connection.cursor() as settings_cursor:
+        # A cursor is planned for its first rows (cursor_tuple_fraction 0.1); this one is always read to the end.
+        settings_cursor.execute("SET cursor_tuple_fraction = 1.0")
+    try:
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(query.sql, query.params)
+            while True:
+                chunk = cursor.fetchmany(chunk_size)
+                if not chunk:
+                    return
+                yield from chunk
+    finally:
+        with connection.cursor() as settings_cursor:
+            settings_cursor.execute("RESET cursor_tuple_fraction")
 
 
 def report_has_demo_data(*, user, start: date, end: date) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import zlib
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from datetime import timezone as dt_timezone
 from decimal import Decimal
 from typing import Iterable, Sequence
@@ -110,7 +110,21 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     return requests, teams, pools
 
 
-def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, catalogue, policy) -> tuple | str:
+def _share(strategy, devices, gpu_model, mig_profile, replicas, annotation, *, catalogue, policy):
+    """(exact GPU equivalents or None, flag or None): the catalogue's value, checked against the annotation."""
+    common = dict(strategy=strategy, devices=devices, gpu_model=gpu_model, mig_profile=mig_profile,
+                  catalogue=catalogue, time_slicing_replicas=replicas)
+    checked = expected_equivalents(**common, policy="compute")
+    if checked is None:
+        return annotation_fraction(annotation), Flag.EQUIVALENTS_UNVERIFIED
+    # The renderer annotates compute equivalents; the stored share follows the configured MIG policy.
+    stored = expected_equivalents(**common, policy=policy) if strategy == "mig" else checked
+    mismatch = bool(annotation) and not annotation_agrees(annotation, checked)
+    return stored, Flag.EQUIVALENTS_MISMATCH if mismatch else None
+
+
+def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, catalogue, policy,
+               shares: dict) -> tuple | str:
     """The interval row for one record, or why it cannot be billed (a string)."""
     flags: list[str] = []
     request = requests.get(record.request_id) if record.request_id else None
@@ -140,24 +154,19 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     if not gpu_model or not devices:
         return f"{record.namespace}/{record.pod_name}: no GPU model or device count"
     replicas = pools.get((decision.get("cluster"), decision.get("node_pool"))) if decision else None
-    common = dict(strategy=strategy, devices=int(devices), gpu_model=gpu_model, mig_profile=mig_profile or "",
-                  catalogue=catalogue, time_slicing_replicas=replicas)
-    checked = expected_equivalents(**common, policy="compute")
-    if checked is None:
-        equivalents = annotation_fraction(record.annotated_equivalents)
-        if equivalents is None:
-            return f"{record.namespace}/{record.pod_name}: GPU equivalents unknown (no catalogue entry, no annotation)"
-        flags.append(Flag.EQUIVALENTS_UNVERIFIED)
-    else:
-        # The renderer annotates compute equivalents; the stored share follows the configured MIG policy.
-        equivalents = expected_equivalents(**common, policy=policy) if strategy == "mig" else checked
-        if record.annotated_equivalents and not annotation_agrees(record.annotated_equivalents, checked):
-            flags.append(Flag.EQUIVALENTS_MISMATCH)
+    key = (strategy, int(devices), gpu_model, mig_profile or "", replicas, record.annotated_equivalents)
+    if key not in shares:  # many pods share one request's shape: work it out once per pass
+        shares[key] = _share(*key, catalogue=catalogue, policy=policy)
+    equivalents, flag = shares[key]
+    if equivalents is None:
+        return f"{record.namespace}/{record.pod_name}: GPU equivalents unknown (no catalogue entry, no annotation)"
+    if flag:
+        flags.append(flag)
     return (
         record.pod_uid, record.namespace, record.pod_name, request and record.request_id, team_id, cost_center or "",
         strategy, gpu_model, mig_profile or "", int(devices), equivalents.numerator, equivalents.denominator,
-        record.annotated_equivalents[:40], ",".join(dict.fromkeys(flags)), record.started_at, record.ended_at,
-        record.end_source,
+        record.annotated_equivalents[:40], ",".join(dict.fromkeys(flags)), _microseconds(record.started_at),
+        _microseconds(record.ended_at), record.end_source,
     )
 
 
@@ -167,18 +176,16 @@ WITH incoming AS (
         %(pod_uid)s::text[], %(namespace)s::text[], %(pod_name)s::text[], %(request_id)s::bigint[],
         %(team_id)s::bigint[], %(cost_center)s::text[], %(strategy)s::text[], %(gpu_model)s::text[],
         %(mig_profile)s::text[], %(devices)s::int[], %(num)s::bigint[], %(den)s::bigint[], %(annotated)s::text[],
-        %(flags)s::text[], %(started_at)s::timestamptz[], %(ended_at)s::timestamptz[], %(end_source)s::text[]
-    ) AS i(pod_uid, namespace, pod_name, request_id, team_id, cost_center, strategy, gpu_model, mig_profile,
-           devices, num, den, annotated, flags, started_at, ended_at, end_source)
-),
-segs AS (
-    SELECT u.pod_uid, min(u.started_at) AS first_start, max(u.started_at) AS last_start
-    FROM chargeback_usageinterval u
-    WHERE u.pod_uid IN (SELECT pod_uid FROM incoming)
-    GROUP BY u.pod_uid
+        %(flags)s::text[], %(started_us)s::bigint[], %(ended_us)s::bigint[], %(end_source)s::text[]
+    ) AS r(pod_uid, namespace, pod_name, request_id, team_id, cost_center, strategy, gpu_model, mig_profile,
+           devices, num, den, annotated, flags, started_us, ended_us, end_source)
+    CROSS JOIN LATERAL (SELECT
+        timestamptz 'epoch' + r.started_us * interval '1 microsecond' AS started_at,
+        timestamptz 'epoch' + r.ended_us * interval '1 microsecond' AS ended_at) t
 ),
 plan AS (
-    -- The earliest start ever seen moves the pod's first segment; a finish closes its last one.
+    -- Per incoming pod (index lookups, whatever the planner guesses for unnest): its first and last segment.
+    -- The earliest start ever seen moves the first segment; a finish closes the last one.
     SELECT u.id, u.started_at AS old_start, u.ended_at AS old_end,
         CASE WHEN u.started_at = s.first_start THEN LEAST(u.started_at, i.started_at) ELSE u.started_at END
             AS new_start,
@@ -189,9 +196,12 @@ plan AS (
              WHEN u.ended_at IS NULL OR u.end_source = 'vanished' THEN i.end_source
              WHEN i.ended_at > u.ended_at THEN i.end_source
              ELSE u.end_source END AS new_source
-    FROM chargeback_usageinterval u
-    JOIN segs s ON s.pod_uid = u.pod_uid AND u.started_at IN (s.first_start, s.last_start)
-    JOIN incoming i ON i.pod_uid = u.pod_uid
+    FROM incoming i
+    CROSS JOIN LATERAL (
+        SELECT min(started_at) AS first_start, max(started_at) AS last_start
+        FROM chargeback_usageinterval WHERE pod_uid = i.pod_uid
+    ) s
+    JOIN chargeback_usageinterval u ON u.pod_uid = i.pod_uid AND u.started_at IN (s.first_start, s.last_start)
 ),
 updated AS (
     UPDATE chargeback_usageinterval u
@@ -211,7 +221,7 @@ inserted AS (
         COALESCE(string_to_array(NULLIF(i.flags, ''), ','), '{}'), i.started_at, i.ended_at, i.end_source,
         'usage', %(is_demo)s, %(source)s, %(now)s, now(), now()
     FROM incoming i
-    WHERE NOT EXISTS (SELECT 1 FROM segs s WHERE s.pod_uid = i.pod_uid)
+    WHERE NOT EXISTS (SELECT 1 FROM chargeback_usageinterval u WHERE u.pod_uid = i.pod_uid)
     ON CONFLICT DO NOTHING
     RETURNING id, NULL::timestamptz AS old_start, NULL::timestamptz AS old_end, started_at AS new_start,
         ended_at AS new_end
@@ -224,13 +234,19 @@ UNION ALL SELECT 'inserted', count(*), NULL, NULL, NULL, NULL FROM inserted
 """
 
 _COLUMNS = ("pod_uid", "namespace", "pod_name", "request_id", "team_id", "cost_center", "strategy", "gpu_model",
-            "mig_profile", "devices", "num", "den", "annotated", "flags", "started_at", "ended_at", "end_source")
+            "mig_profile", "devices", "num", "den", "annotated", "flags", "started_us", "ended_us", "end_source")
+_EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+
+
+def _microseconds(moment: datetime | None) -> int | None:
+    """Since the epoch, exactly (timedelta arithmetic is integral)."""
+    return None if moment is None else (moment - _EPOCH) // timedelta(microseconds=1)
 
 _VANISHED_SQL = """
 UPDATE chargeback_usageinterval u
 SET ended_at = GREATEST(u.started_at, u.first_seen_at, %(previous)s), end_source = 'vanished', updated_at = now()
 WHERE u.cluster = %(cluster)s AND u.ended_at IS NULL AND u.first_seen_at < %(now)s
-  AND NOT EXISTS (SELECT 1 FROM unnest(%(seen)s::text[]) AS s(uid) WHERE s.uid = u.pod_uid)
+  AND u.pod_uid NOT IN (SELECT unnest(%(seen)s::text[]))  -- a hashed subplan: linear in the list
 RETURNING u.id, u.started_at, NULL::timestamptz, u.started_at, u.ended_at
 """
 
@@ -262,10 +278,10 @@ def usage_ingest(
     with transaction.atomic():
         _lock_cluster(cluster_name)
         requests, teams, pools = _context(records)
-        rows = []
+        rows, shares = [], {}
         for record in records:
             row = _usage_row(record, cluster_name=cluster_name, requests=requests, teams=teams, pools=pools,
-                             catalogue=catalogue, policy=policy)
+                             catalogue=catalogue, policy=policy, shares=shares)
             if isinstance(row, str):
                 result.skipped.append(row)
                 continue
