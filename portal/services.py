@@ -45,7 +45,8 @@ def user_upsert(
     """Create or update a portal user with exactly one role and the given team memberships.
 
     Memberships are added, never removed, so running a bootstrap script twice is harmless.
-    Platform users are staff (they approve in the admin); finance and engineers are not.
+    Platform users are staff (they approve in the admin), and so is finance (rate cards and month close; the
+    admin mixins decide what each role sees there); engineers are not.
     """
     if role not in Role.values:
         raise ValueError(f"role must be one of {', '.join(Role.values)}")
@@ -56,7 +57,7 @@ def user_upsert(
 
     user_model = get_user_model()
     user, created = user_model.objects.get_or_create(username=username, defaults={"email": email})
-    user.is_staff = role == Role.PLATFORM
+    user.is_staff = role in (Role.PLATFORM, Role.FINANCE)
     if email:
         user.email = email
     if password:

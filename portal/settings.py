@@ -182,6 +182,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "provisioning.allocation_sweep",
         "schedule": float(os.environ.get("PORTAL_SWEEP_SECONDS", "60")),
     },
+    # Chargeback: one ingestion pass over every enabled cluster's portal pods.
+    "chargeback-usage-collect": {
+        "task": "chargeback.usage_collect",
+        "schedule": float(os.environ.get("CHARGEBACK_COLLECT_SECONDS", "300")),
+    },
 }
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
@@ -192,6 +197,10 @@ PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS"
 PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
+# Chargeback: how a MIG slice converts to GPU equivalents ("compute" slices or "memory" fraction), and the
+# longest report window the API accepts.
+CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
+CHARGEBACK_MAX_REPORT_DAYS = int(os.environ.get("CHARGEBACK_MAX_REPORT_DAYS", "400"))
 
 # Logs: plain text by default (development server), one JSON object per line with LOG_FORMAT=json. Both carry
 # the request id (portal.request_context) in web requests and in the Celery tasks they dispatch.

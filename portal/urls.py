@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("intake.api.urls")),
     path("", include("provisioning.api.urls")),
     path("", include("portal.api.urls")),
+    path("", include("chargeback.api.urls")),
 ]
 
 urlpatterns = [
@@ -26,6 +27,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("", include("chargeback.urls")),
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]
