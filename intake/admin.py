@@ -15,7 +15,7 @@ from portal.errors import DomainError
 from . import services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
-from .selectors import request_answer_rows
+from .selectors import policy_version_review, request_answer_rows
 
 
 class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
@@ -197,11 +197,46 @@ class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
         messages.success(request, f"Draft v{draft.number} created; edit its rules, then sign it off.")
         return HttpResponseRedirect(reverse("admin:intake_policyversion_change", args=[draft.pk]))
 
-    @admin.action(description="Sign off the selected draft (it becomes the policy in force)")
+    @admin.action(description="Review the effect of the selected draft, then sign it off")
     def sign_off(self, request, queryset):
-        for version in queryset:
+        if queryset.count() != 1 or queryset.get().status != PolicyStatus.DRAFT:
+            messages.error(request, "Select exactly one draft to review.")
+            return None
+        return HttpResponseRedirect(reverse("admin:intake_policyversion_review", args=[queryset.get().pk]))
+
+    def get_urls(self):
+        return [
+            path("<int:pk>/review/", self.admin_site.admin_view(self.review_view), name="intake_policyversion_review"),
+            *super().get_urls(),
+        ]
+
+    def review_view(self, request, pk):
+        """The diff a draft would make to recent requests, and the sign-off form bound to that diff."""
+        version = get_object_or_404(PolicyVersion, pk=pk)
+        try:
+            days = max(1, min(int(request.POST.get("days") or request.GET.get("days") or 30), 365))
+        except ValueError:
+            days = 30
+        if request.method == "POST" and self.has_change_permission(request):
             try:
-                services.policy_version_sign_off(user=request.user, version_id=version.pk)
-                messages.success(request, f"Policy v{version.number} signed off and in force.")
+                services.policy_version_sign_off(user=request.user, version_id=version.pk,
+                                                 reviewed_digest=request.POST.get("digest", ""), days=days)
             except DomainError as exc:
-                messages.error(request, f"v{version.number}: {exc.message}")
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, f"Policy v{version.number} signed off and in force.")
+                return HttpResponseRedirect(reverse("admin:intake_policyversion_change", args=[version.pk]))
+        try:
+            diff = policy_version_review(user=request.user, version=version, days=days)
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(reverse("admin:intake_policyversion_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Review policy v{version.number} against v{diff.baseline_version}",
+            "version": version,
+            "diff": diff,
+            "can_sign_off": version.status == PolicyStatus.DRAFT and self.has_change_permission(request),
+        }
+        return TemplateResponse(request, "admin/intake/policy_review.html", context)

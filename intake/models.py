@@ -34,6 +34,9 @@ class PolicyVersion(models.Model):
     signed_off_by_name = models.CharField(max_length=150, blank=True)
     signed_off_at = models.DateTimeField(null=True, blank=True)
     activated_at = models.DateTimeField(null=True, blank=True)
+    review = models.JSONField(
+        null=True, blank=True, help_text="the diff the signer saw: digest, window, counts per workload class"
+    )
 
     class Meta:
         ordering = ["-number"]

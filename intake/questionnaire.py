@@ -211,6 +211,19 @@ def json_schema() -> dict:
     }
 
 
+def openapi_schema() -> dict:
+    """The answers object for the OpenAPI 3.0 document: the JSON Schema above in 3.0's dialect (boolean
+    exclusiveMinimum, `nullable` for answers that may be left out)."""
+    schema = json_schema()
+    del schema["$schema"]
+    for key, prop in schema["properties"].items():
+        if "exclusiveMinimum" in prop:
+            prop["minimum"], prop["exclusiveMinimum"] = prop["exclusiveMinimum"], True
+        if not QUESTIONS_BY_KEY[key].required:
+            prop["nullable"] = True
+    return schema
+
+
 def questionnaire_definition() -> dict:
     return {
         "version": QUESTIONNAIRE_VERSION,

@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 from portal.errors import NotFound
 from portal.selectors import team_visible_ids
 
-from .choices import PolicyStatus
+from .choices import REQUEST_TERMINAL, PolicyStatus
 from .decisions import PolicySpec, RuleSpec
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
@@ -53,9 +53,15 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     if filters:
+        from django.core.exceptions import ValidationError
+
         from .filtersets import RequestFilterSet
 
-        queryset = RequestFilterSet(filters, queryset=queryset).qs
+        filterset = RequestFilterSet(filters, queryset=queryset)
+        if not filterset.is_valid():
+            # An unknown status or class is the caller's mistake, not "no filter".
+            raise ValidationError({key: list(messages) for key, messages in filterset.errors.items()})
+        queryset = filterset.qs
     return queryset.order_by("-created_at", "-id")
 
 
@@ -76,3 +82,36 @@ def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
         {"key": q.key, "label": q.label, "value": gpu_request.answers.get(q.key), "defaulted": q.key in defaulted}
         for q in QUESTIONS
     ]
+
+
+def policy_version_list(*, user) -> QuerySet[PolicyVersion]:
+    """Signed-off versions for everyone; drafts only for the platform team, who edit them."""
+    from portal.roles import is_platform
+
+    queryset = PolicyVersion.objects.prefetch_related(
+        Prefetch("rules", queryset=Rule.objects.order_by("kind", "position", "key"))
+    ).select_related("based_on").order_by("-number")
+    if not is_platform(user):
+        queryset = queryset.exclude(status=PolicyStatus.DRAFT)
+    return queryset
+
+
+def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
+    """The diff a draft would make; it names other teams' requests, so it is for the platform team."""
+    from portal.errors import PermissionDenied
+    from portal.roles import is_platform
+
+    from .policy_review import policy_version_diff
+
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team reviews policy changes.")
+    return policy_version_diff(version=version, days=days)
+
+
+def request_catalog_list(*, user, filters=None) -> QuerySet[GpuRequest]:
+    """Requests exported to the Backstage catalog: the ones the user may see, live ones only (terminal requests
+    leave the catalog) unless `status` is given explicitly."""
+    queryset = request_list(user=user, filters=filters)
+    if not (filters and filters.get("status")):
+        queryset = queryset.exclude(status__in=sorted(REQUEST_TERMINAL))
+    return queryset.prefetch_related(None)

@@ -296,15 +296,24 @@ def _rule_content(rule: Rule) -> tuple:
 
 
 @transaction.atomic
-def policy_version_sign_off(*, user, version_id: int) -> PolicyVersion:
-    """Sign off a draft: it becomes the active version, the previous one is retired. Rules that are new or
-    changed against the version it was based on are signed off by this user now; unchanged rules keep the
-    sign-off they had."""
+def policy_version_sign_off(*, user, version_id: int, reviewed_digest: str, days: int = 30) -> PolicyVersion:
+    """Sign off a draft after reviewing its effect: it becomes the active version, the previous one is retired.
+    `reviewed_digest` is the digest of the diff the signer saw (`policy_version_diff`); if the rules or the
+    version in force changed since, the sign-off is refused and the diff must be looked at again. Rules that
+    are new or changed are signed off by this user now; unchanged rules keep the sign-off they had."""
+    from .policy_review import policy_version_diff
+
     if not is_platform(user):
         raise PermissionDenied("Only the platform team signs off routing policy.")
     version = PolicyVersion.objects.select_for_update().get(pk=version_id)
     if version.status != PolicyStatus.DRAFT:
         raise Conflict(f"Policy v{version.number} is {version.status}; only a draft can be signed off.")
+    diff = policy_version_diff(version=version, days=days)
+    if reviewed_digest != diff.digest:
+        raise InvalidInput(
+            "The draft or the policy in force changed since this diff was reviewed; review the effect again.",
+            field="digest",
+        )
     rules = list(version.rules.all())
     if not any(r.kind == "route" for r in rules):
         raise InvalidInput("A policy needs at least one route rule.", field="rules")
@@ -328,5 +337,10 @@ def policy_version_sign_off(*, user, version_id: int) -> PolicyVersion:
     version.signed_off_by_name = signer
     version.signed_off_at = now
     version.activated_at = now
+    version.review = {
+        "digest": diff.digest, "days": diff.days, "baseline_version": diff.baseline_version,
+        "evaluated": diff.evaluated, "changed_count": len(diff.changed), "by_workload_class": diff.by_workload_class,
+        "changed_requests": [c["request"] for c in diff.changed], "reviewed_by": signer, "reviewed_at": now.isoformat(),
+    }
     version.save()
     return version

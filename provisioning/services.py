@@ -158,7 +158,7 @@ def dispatch_job(*, job_id: int, task) -> bool:
     return True
 
 
-def allocation_sweep(*, older_than_seconds: int = 60) -> int:
+def allocation_sweep(*, older_than_seconds: float = 60) -> int:
     """Dispatch queued jobs that were never sent, or were sent long ago and never started."""
     from . import tasks
 

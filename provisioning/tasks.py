@@ -51,7 +51,7 @@ def allocation_teardown(self, job_id: int) -> str:
 @shared_task(name="provisioning.allocation_sweep")
 def allocation_sweep() -> int:
     """Beat: dispatch jobs whose message never reached the broker."""
-    return services.allocation_sweep()
+    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS)
 
 
 # --- live cluster operations: inventory discovery and MIG plans (branch live) -----------------------------------

@@ -2,6 +2,7 @@
 serializers only describe and carry it."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.models import Team, slug_validator
@@ -9,7 +10,7 @@ from portal.models import Team, slug_validator
 from ..answers import AnswersInvalid, normalise_answers
 from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind
 from ..models import GpuRequest, PolicyVersion, RequestEvent, Rule
-from ..questionnaire import QUESTIONS, Question
+from ..questionnaire import QUESTIONS, Question, openapi_schema
 
 STRATEGY_CHOICES = ["whole_gpu", "mig", "time_slicing"]
 
@@ -44,10 +45,10 @@ class _AnswersSerializerBase(serializers.Serializer):
         return dict(instance)
 
 
-# Fields generated from the questionnaire (they document the schema); validation delegates to
-# `normalise_answers`, so the API, the web form and the services apply one rule set.
-AnswersSerializer = type(
-    "AnswersSerializer", (_AnswersSerializerBase,), {q.key: _field_for(q) for q in QUESTIONS}
+# Fields generated from the questionnaire; validation delegates to `normalise_answers`, so the API, the web
+# form and the services apply one rule set. Its OpenAPI schema is the questionnaire's own (patterns, bounds).
+AnswersSerializer = extend_schema_field(openapi_schema())(
+    type("AnswersSerializer", (_AnswersSerializerBase,), {q.key: _field_for(q) for q in QUESTIONS})
 )
 
 
@@ -192,9 +193,48 @@ class RuleSerializer(serializers.ModelSerializer):
 class PolicyVersionSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=PolicyStatus.choices)
     signed_off_by = serializers.CharField(source="signed_off_by_name")
+    based_on = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
+    review = serializers.JSONField(allow_null=True, help_text="the diff the signer reviewed before signing off")
     rules = RuleSerializer(many=True)
 
     class Meta:
         model = PolicyVersion
-        fields = ["number", "status", "notes", "signed_off_by", "signed_off_at", "activated_at", "rules"]
+        fields = ["number", "status", "notes", "based_on", "signed_off_by", "signed_off_at", "activated_at",
+                  "review", "rules"]
         read_only_fields = fields
+
+
+class DecisionChangeSerializer(serializers.Serializer):
+    request = serializers.IntegerField()
+    team = serializers.CharField()
+    name = serializers.CharField()
+    workload_class = serializers.CharField()
+    status = serializers.CharField()
+    changes = serializers.DictField(child=serializers.ListField(allow_null=True),
+                                    help_text="field -> [before, after]")
+
+
+class ClassCountSerializer(serializers.Serializer):
+    evaluated = serializers.IntegerField()
+    changed = serializers.IntegerField()
+
+
+class PolicyDiffSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    baseline_version = serializers.IntegerField(allow_null=True)
+    days = serializers.IntegerField()
+    evaluated = serializers.IntegerField()
+    changed_count = serializers.IntegerField()
+    by_workload_class = serializers.DictField(child=ClassCountSerializer())
+    rules_changed = serializers.ListField(child=serializers.DictField())
+    changed = DecisionChangeSerializer(many=True)
+    digest = serializers.CharField(help_text="send it back to sign off what you reviewed")
+
+
+class PolicyDiffQuerySerializer(serializers.Serializer):
+    days = serializers.IntegerField(min_value=1, max_value=365, default=30)
+
+
+class PolicySignOffInputSerializer(serializers.Serializer):
+    digest = serializers.CharField(max_length=64, help_text="the digest of the diff you reviewed")
+    days = serializers.IntegerField(min_value=1, max_value=365, default=30)

@@ -2,27 +2,38 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.renderers import MultiDocumentYAMLRenderer
+from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
 from provisioning.api.serializers import FitSerializer
 
 from .. import selectors, services
 from ..filtersets import RequestFilterSet
+from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
 from .serializers import (
     CommentInputSerializer,
+    PolicyDiffQuerySerializer,
+    PolicyDiffSerializer,
+    PolicySignOffInputSerializer,
     PolicyVersionSerializer,
     PreviewInputSerializer,
     PreviewSerializer,
     RequestCreateInputSerializer,
     RequestSerializer,
+)
+
+
+# The request's Kubernetes objects: a JSON array of objects (their shapes are Kubernetes', not ours).
+KUBERNETES_OBJECTS = OpenApiResponse(
+    response={"type": "array", "items": {"type": "object", "additionalProperties": True}},
+    description="the Kubernetes objects, in the order they are applied",
 )
 
 
@@ -50,6 +61,8 @@ class PreviewView(APIView):
 class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = RequestSerializer
     filterset_class = RequestFilterSet
+    queryset = GpuRequest.objects.none()  # for the schema; get_queryset applies visibility
+    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         return selectors.request_list(user=self.request.user)
@@ -78,7 +91,8 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return Response(RequestSerializer(fresh).data)
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={(200, "application/json"): KUBERNETES_OBJECTS,
+                   (200, "application/yaml"): YAML_STREAM_RESPONSE},
         parameters=[OpenApiParameter("format", str, enum=["json", "yaml"], description="yaml: multi-document")],
         summary="The Kubernetes objects of this request, in the order they are applied",
     )
@@ -110,6 +124,39 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         return self._transition(request, pk, services.request_cancel)
+
+
+class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Every version of the routing policy; drafts only for the platform team."""
+
+    serializer_class = PolicyVersionSerializer
+    lookup_field = "number"
+    lookup_value_regex = r"\d+"
+
+    def get_queryset(self):
+        return selectors.policy_version_list(user=self.request.user)
+
+    @extend_schema(parameters=[PolicyDiffQuerySerializer], responses={200: PolicyDiffSerializer},
+                   summary="What this version would change for the requests of the last N days")
+    @action(detail=True, methods=["get"])
+    def diff(self, request, number=None):
+        query = PolicyDiffQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        diff = selectors.policy_version_review(user=request.user, version=self.get_object(),
+                                               days=query.validated_data["days"])
+        return Response(PolicyDiffSerializer(diff.as_dict()).data)
+
+    @extend_schema(request=PolicySignOffInputSerializer, responses={200: PolicyVersionSerializer},
+                   summary="Sign off a reviewed draft: it becomes the policy in force")
+    @action(detail=True, methods=["post"], url_path="sign-off")
+    def sign_off(self, request, number=None):
+        data = PolicySignOffInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        version = services.policy_version_sign_off(
+            user=request.user, version_id=self.get_object().pk, reviewed_digest=data.validated_data["digest"],
+            days=data.validated_data["days"],
+        )
+        return Response(PolicyVersionSerializer(selectors.policy_version_list(user=request.user).get(pk=version.pk)).data)
 
 
 class PolicyView(APIView):

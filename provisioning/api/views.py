@@ -7,7 +7,9 @@ from rest_framework.response import Response
 from portal.roles import is_platform
 
 from .. import selectors
+from ..filtersets import ClusterFilterSet
 from ..inventory import inventory_sync_request
+from ..models import Cluster
 from .serializers import (
     ClusterDetailSerializer,
     ClusterSerializer,
@@ -31,7 +33,9 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     The detail adds the GPU nodes as last discovered."""
 
     serializer_class = ClusterSerializer
-    filterset_fields = ["name", "scheduling_model", "gang_scheduler"]
+    filterset_class = ClusterFilterSet
+    queryset = Cluster.objects.none()  # for the schema; get_queryset prefetches
+    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         return selectors.cluster_detail_list()

@@ -1,0 +1,27 @@
+"""Request guards that must answer API clients in JSON before Django's HTML error pages would."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import JsonResponse
+
+
+class ApiBodySizeLimitMiddleware:
+    """An API body larger than DATA_UPLOAD_MAX_MEMORY_SIZE gets a JSON 413 up front, instead of Django's HTML
+    "Bad Request" page when the body is read."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if request.path.startswith("/api/") and limit is not None:
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > limit:
+                return JsonResponse(
+                    {"detail": f"The request body is {length} bytes; the limit is {limit}.", "code": "too_large"},
+                    status=413,
+                )
+        return self.get_response(request)

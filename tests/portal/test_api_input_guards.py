@@ -1,0 +1,62 @@
+"""Guards every endpoint shares: NUL characters, empty or malformed filters and pagination, unknown API paths,
+errors always JSON. Each was found by the schema fuzzer (tests/test_fuzz_api.py) as a 500 or a contract break."""
+import pytest
+
+from intake.services import request_submit
+from tests.conftest import VALID_ANSWERS
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_nul_character_anywhere_in_the_body_is_a_400_naming_the_field(api, platform_user, inventory):
+    client = api(platform_user)
+    response = client.post("/api/v1/requests/", {"team": "a\u0000b", "name": "x", "answers": VALID_ANSWERS},
+                           format="json")
+    assert response.status_code == 400 and "team" in response.json()
+    response = client.post("/api/v1/requests/", {"team": "t", "name": "x", "answers": {**VALID_ANSWERS,
+                           "command": ["ok", "bad\u0000"]}}, format="json")
+    assert response.status_code == 400 and "command" in response.json()["answers"]
+
+
+def test_a_nul_character_in_a_filter_is_a_400(api, platform_user):
+    response = api(platform_user).get("/api/v1/requests/?team=a%00b")
+    assert response.status_code == 400 and "team" in response.json()
+
+
+def test_empty_filters_and_bad_pagination_are_400s_naming_the_parameter(api, platform_user):
+    client = api(platform_user)
+    assert "gang_scheduler" in client.get("/api/v1/clusters/?gang_scheduler=").json()
+    for query in ("page_size=0", "page_size=abc", "page_size=501", "page=0", "page=-1"):
+        response = client.get(f"/api/v1/requests/?{query}")
+        assert response.status_code == 400 and query.split("=")[0] in response.json(), query
+
+
+def test_unknown_api_paths_answer_json_404_even_to_posts(api, platform_user):
+    for response in (api(platform_user).get("/api/v1/nothing/"), api().post("/api/v1/requests/abc/approve/")):
+        assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
+def test_errors_are_json_even_when_yaml_was_asked_for(api, engineer, team_a, inventory):
+    response = api(engineer).get("/api/v1/requests/999/manifests/?format=yaml")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+
+
+def test_form_encoded_bodies_are_refused_with_415(api, engineer, team_a, inventory):
+    request_submit(user=engineer, team=team_a, name="x", raw_answers=VALID_ANSWERS)
+    response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a"}, format="multipart")
+    assert response.status_code == 415
+
+
+def test_an_oversized_body_is_a_json_413_and_stores_nothing(api, platform_user, inventory):
+    from intake.models import GpuRequest
+
+    body = {"team": "team-a", "name": "big", "answers": {**VALID_ANSWERS, "command": ["a" * 2_000_000]}}
+    response = api(platform_user).post("/api/v1/requests/", body, format="json")
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert GpuRequest.objects.count() == 0
+
+
+def test_me_tells_the_caller_who_they_are(api, engineer, platform_user):
+    assert api(engineer).get("/api/v1/me/").json() == {"username": "eve", "role": "engineer", "teams": ["team-a"]}
+    assert api(platform_user).get("/api/v1/me/").json()["role"] == "platform"
+    assert api().get("/api/v1/me/").status_code == 401

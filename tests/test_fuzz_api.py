@@ -1,0 +1,65 @@
+"""Fuzzing the API from its own OpenAPI schema (schemathesis): every operation, with an authenticated token, a
+bounded number of generated examples each. No response may be a server error or break the schema.
+
+The schema is generated at collection time by the same generator that serves `/api/schema/` (a test below
+checks the two are identical), because collecting one test per operation must happen before the database
+exists."""
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from drf_spectacular.generators import SchemaGenerator
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from intake.services import request_submit
+from tests.conftest import VALID_ANSWERS
+from tests.factories import TeamFactory, make_user
+
+MAX_EXAMPLES = 25
+GENERATED = SchemaGenerator().get_schema(request=None, public=True)
+
+schema = schemathesis.openapi.from_dict(GENERATED)
+schema.app = get_wsgi_application()
+
+
+@pytest.fixture
+def platform_token(db, inventory):
+    """A platform token (it may call every operation) and some data for the operations to find."""
+    team = TeamFactory(slug="fuzz-team")
+    engineer = make_user("fuzz-engineer", "engineer", team)
+    request_submit(user=engineer, team=team, name="fuzz-seed", raw_answers=VALID_ANSWERS)
+    return make_user("fuzz-platform", "platform").api_token
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection():
+    """The WSGI handler closes the database connection after each request; the test transaction needs it."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+def test_the_fuzzed_schema_is_the_served_one(api, platform_user):
+    served = api(platform_user).get("/api/schema/?format=json")
+    assert served.status_code == 200 and served.json() == GENERATED
+
+
+@schema.parametrize()
+@hypothesis_settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+def test_no_operation_errors_or_breaks_its_schema(case, platform_token):
+    # Every default check (no server error, documented status codes and content types, responses matching
+    # the schema, schema-violating input rejected) except "schema-valid input accepted": a well-formed team
+    # slug or request id that does not exist is rightly a 400 or 404, which the schema cannot express.
+    case.call_and_validate(
+        headers={"Authorization": f"Token {platform_token}"}, excluded_checks=[positive_data_acceptance]
+    )
