@@ -142,6 +142,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictFormatNegotiation",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
