@@ -152,6 +152,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     core.list_pod_for_all_namespaces(label_selector="gpu-portal.io/request", **raw)
     core.list_namespaced_event("team-a", field_selector="involvedObject.name=train", **raw)
     kubernetes.client.ResourceV1Api(api).list_resource_slice(**raw)
+    kubernetes.client.ResourceV1Api(api).list_resource_claim_for_all_namespaces(**raw)
     kubernetes.client.VersionApi(api).get_code(**raw)
     kubernetes.client.CoreApi(api).get_api_versions(**raw)
     kubernetes.client.ApisApi(api).get_api_versions(**raw)
