@@ -115,3 +115,20 @@ def test_errors_are_classified(fake_kube, kube_client):
     fake_kube.fail_next("PATCH", r"/nodes/gpu-1$", 403, message='nodes "gpu-1" is forbidden')
     with pytest.raises(PermanentKubeError, match="forbidden"):
         patch_node(kube_client, "gpu-1", unschedulable=True)
+
+
+def test_long_lists_are_followed_page_by_page(fake_kube, kube_client):
+    """A real API server answers `limit` with pages and a `continue` token (the fake does not paginate, so the
+    first page is injected the way a server would send it)."""
+    first = k.h100_node("gpu-1")
+    first.pop("apiVersion"), first.pop("kind")
+    fake_kube.put(k.h100_node("gpu-2"))
+    fake_kube.fail_next("GET", r"^/api/v1/nodes$", 200, body={
+        "kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7", "continue": "page-2-token"},
+        "items": [first]})
+
+    names = [n["metadata"]["name"] for n in list_all_nodes(kube_client)]
+
+    assert names == ["gpu-1", "gpu-2"]
+    lists = [r.params for r in fake_kube.requests if r.path == "/api/v1/nodes"]
+    assert lists == [{"limit": "500"}, {"limit": "500", "continue": "page-2-token"}]
