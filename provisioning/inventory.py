@@ -199,11 +199,20 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
             pool_of_node[member.name], usable_of_node[member.name] = row, discovery.usable_for(spec, member)
 
     existing = {p.discovery_key: p for p in cluster.pools.filter(source=PoolSource.DISCOVERED)}
+    current_keys = {g.key for g in grouping.discovered}
+    # A row whose group is gone may be taken over by a new group of the same name (its key changed).
+    reusable = {p.name: p for key, p in existing.items() if key not in current_keys}
     seen_keys = set()
+    unpooled = list(grouping.unpooled)
     for group in grouping.discovered:
+        if group.gpu_model not in models:  # the catalogue is newer than the database: `manage.py sync_catalogue`
+            unpooled.extend(group.nodes)
+            continue
         spec = discovery.as_declared(group)
-        row = existing.get(group.key) or NodePool(cluster=cluster, source=PoolSource.DISCOVERED,
-                                                  discovery_key=group.key)
+        row = existing.get(group.key) or reusable.pop(group.name, None) or NodePool(
+            cluster=cluster, source=PoolSource.DISCOVERED)
+        existing.pop(row.discovery_key, None)
+        row.discovery_key = group.key
         row.name, row.gpu_model = group.name, models[group.gpu_model]
         row.node_count, row.gpus_per_node = spec.node_count, min(max(spec.gpus_per_node, 1), 16)
         row.sharing_mode, row.mig_strategy, row.mig_layout = group.sharing_mode, group.mig_strategy, group.mig_layout
@@ -228,7 +237,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         .values_list("decision__node_pool", flat=True)
     )
     for key, row in existing.items():
-        if key in seen_keys:
+        if key in seen_keys or row.pk is None:
             continue
         if row.name in live_names:
             row.node_count, row.discovered = 0, discovery.summarise_pool(_declared(row), [], catalogue)
@@ -262,13 +271,13 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
         declared_gang=cluster.gang_scheduler, installed_gang=installed,
         declared_scheduling=cluster.scheduling_model or SchedulingModel.DEVICE_PLUGIN, dra_in_use=dra_in_use,
-        unpooled=grouping.unpooled,
+        unpooled=unpooled,
     )  # fmt: skip
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""
     cluster.save(update_fields=["discovered_kubernetes_version", "discovered_gang_schedulers", "dra_in_use",
                                 "discrepancies", "last_synced_at", "last_sync_attempt_at", "last_sync_error"])
-    pools = len(declared_rows) + len(grouping.discovered)
+    pools = len(declared_rows) + len(seen_keys)
     return SyncOutcome(cluster=cluster.name, status="synced", nodes=len(gpu_facts), pools=pools,
                        message=f"{len(gpu_facts)} GPU nodes in {pools} pools, {len(pods)} GPU pods.")
 

@@ -134,6 +134,15 @@ def dispatch_advance(*, plan_id: int) -> bool:
     return True
 
 
+def _sync_soon(cluster_id: int) -> None:
+    from . import tasks
+
+    try:
+        tasks.inventory_sync.apply_async(args=[cluster_id], retry=False)
+    except Exception as exc:  # noqa: BLE001 - broker down: the beat's sync comes anyway
+        logger.warning("could not dispatch the inventory sync of cluster %s: %s", cluster_id, exc)
+
+
 def mig_plans_advance_dispatch() -> int:
     """Beat: advance every approved or executing plan."""
     sent = 0
@@ -248,7 +257,8 @@ def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> s
 
     now = now or timezone.now()
     with transaction.atomic():
-        plan = MigPlan.objects.select_for_update(skip_locked=True).select_related("cluster").filter(pk=plan_id).first()
+        plan = (MigPlan.objects.select_for_update(skip_locked=True, of=("self",)).select_related("cluster")
+                .filter(pk=plan_id).first())
         if plan is None:
             return "busy" if MigPlan.objects.filter(pk=plan_id).exists() else "gone"
         if plan.status not in MIG_PLAN_ACTIVE:
@@ -278,6 +288,10 @@ def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> s
         elif all(s.state == MigStepState.DONE for s in steps):
             plan.status, plan.finished_at = MigPlanStatus.DONE, now
             plan.message = f"All {len(steps)} node(s) reconfigured."
+        if plan.status in (MigPlanStatus.FAILED, MigPlanStatus.DONE):
+            # The nodes changed: let decisions and the fit check see it without waiting for the next beat.
+            cluster_id = plan.cluster_id
+            transaction.on_commit(lambda: _sync_soon(cluster_id))
         else:
             current = next(s for s in steps if s.state != MigStepState.DONE)
             plan.message = f"Step {current.position} ({current.node_name}): {current.message}"

@@ -366,7 +366,10 @@ def _declared_slots(pool: NodePool, demand: fit.Demand) -> list[fit.NodeSlot]:
     ]
 
 
-def _holders(nodes: list[Node], *, exclude_request_id: int | None) -> list[fit.Holder]:
+def _holders(nodes: list[Node], *, exclude_request_id: int | None,
+             visible_team_ids: set[int] | None = None) -> list[fit.Holder]:
+    """Running work on these nodes, per request (or per pod the portal did not make). With `visible_team_ids`
+    (an engineer's teams), work of other teams is shown without its name, team or pods."""
     from intake.models import GpuRequest
 
     pods_by_key: dict[str, list[tuple[str, dict]]] = {}
@@ -385,13 +388,20 @@ def _holders(nodes: list[Node], *, exclude_request_id: int | None) -> list[fit.H
                 held.setdefault(node_name, {})[resource] = held.get(node_name, {}).get(resource, 0) + count
         starts = sorted(p["started_at"] for _, p in entries if p.get("started_at"))
         request = requests.get(int(key.split(":")[1])) if key.startswith("request:") else None
+        hidden = visible_team_ids is not None and (request is None or request.team_id not in visible_team_ids)
         if request is not None:
-            label = f"#{request.pk} {request.team.slug}/{request.name} ({request.status})"
             hours = request.answers.get("expected_hours")
             start = datetime.datetime.fromisoformat(starts[0].replace("Z", "+00:00")) if starts else None
             end = start + datetime.timedelta(hours=float(hours)) if start and hours else None
+            if hidden:
+                holders.append(fit.Holder(key=key, label="running work of another team", held=held,
+                                          expected_end=end))
+                continue
+            label = f"#{request.pk} {request.team.slug}/{request.name} ({request.status})"
             holders.append(fit.Holder(key=key, label=label, held=held, request_id=request.pk,
                                       team=request.team.slug, expected_end=end))
+        elif hidden:
+            holders.append(fit.Holder(key=key, label="running work the portal did not start", held=held))
         else:
             _, pod = entries[0]
             owner = f"request #{key.split(':')[1]} (unknown to this portal)" if key.startswith("request:") else (
@@ -400,8 +410,11 @@ def _holders(nodes: list[Node], *, exclude_request_id: int | None) -> list[fit.H
     return holders
 
 
-def request_fit(*, gpu_request) -> dict:
-    """Does the request fit its pool, node by node, now? With the projected GPU-hours and the team's quota."""
+def request_fit(*, gpu_request, user=None) -> dict:
+    """Does the request fit its pool, node by node, now? With the projected GPU-hours and the team's quota.
+    For `user` an engineer, other teams' running work is not named (team visibility)."""
+    from portal.selectors import team_visible_ids
+
     decision, answers = gpu_request.decision, gpu_request.answers
     hours = answers.get("expected_hours")
     devices = int(decision["gpus_per_replica"]) * int(decision["replicas"])
@@ -449,7 +462,9 @@ def request_fit(*, gpu_request) -> dict:
             )
             for n in nodes
         ]  # fmt: skip
-        answer = fit.check_fit(demand, slots, _holders(nodes, exclude_request_id=gpu_request.pk))
+        visible = team_visible_ids(user=user) if user is not None else None
+        answer = fit.check_fit(demand, slots,
+                               _holders(nodes, exclude_request_id=gpu_request.pk, visible_team_ids=visible))
         if not nodes:
             answer.reason = f"No node of {pool.cluster.name}/{pool.name} was found at the last sync."
         basis = "discovered"

@@ -108,7 +108,8 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["get"])
     def fit(self, request, pk=None):
         gpu_request = self.get_object()
-        return Response(FitSerializer(provisioning_selectors.request_fit(gpu_request=gpu_request)).data)
+        fit = provisioning_selectors.request_fit(gpu_request=gpu_request, user=request.user)
+        return Response(FitSerializer(fit).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
     @action(detail=True, methods=["post"])

@@ -193,3 +193,14 @@ def test_an_automatic_approval_over_quota_waits_for_the_platform_team(engineer, 
 def test_an_automatic_approval_within_quota_still_happens(engineer, team_a, inventory):
     team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=1)
     assert request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV).status == "approved"
+
+
+def test_an_engineer_does_not_learn_other_teams_work_from_the_fit(api, engineer_b, team_b, running_training):
+    waiting = request_submit(user=engineer_b, team=team_b, name="next", raw_answers=TRAINING)
+
+    body = api(engineer_b).get(f"/api/v1/requests/{waiting.pk}/fit/").json()
+
+    assert body["verdict"] == "fits_after"
+    assert body["must_finish"] == [{"request_id": None, "team": "", "label": "running work of another team",
+                                    "expected_end": "2026-11-30T20:00:00Z"}]
+    assert "sweep" not in str(body) and "team-a" not in str(body)

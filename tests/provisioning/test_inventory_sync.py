@@ -233,3 +233,17 @@ def _policy():
     from intake.models import PolicyVersion
 
     return PolicyVersion.objects.get(status="active")
+
+
+def test_a_discovered_pool_keeps_its_row_when_its_grouping_key_changes_but_not_its_name(east_live, live_fake):
+    live_fake.put(k.b200_dra_node("gpu-b200-1", pool="b200-180gb-dra"))  # grouped by the portal's label
+    synced(east_live)
+    before = NodePool.objects.get(name="b200-180gb-dra")
+    assert before.discovery_key == "label:b200-180gb-dra"
+
+    live_fake.put(k.b200_dra_node("gpu-b200-1", pool=None))  # now grouped by model and mode: same name
+    synced(east_live)
+
+    after = NodePool.objects.get(name="b200-180gb-dra")
+    assert after.pk == before.pk and after.discovery_key == "B200-180GB|exclusive||dra"
+    assert Node.objects.get(name="gpu-b200-1").pool_id == after.pk
