@@ -94,7 +94,6 @@ class MigPlanStatus(models.TextChoices):
 
 
 MIG_PLAN_ACTIVE = frozenset({MigPlanStatus.APPROVED, MigPlanStatus.EXECUTING})
-MIG_PLAN_FINISHED = frozenset({MigPlanStatus.DONE, MigPlanStatus.FAILED, MigPlanStatus.CANCELLED})
 
 
 class MigStepState(models.TextChoices):

@@ -343,8 +343,8 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
             continue
         resources = Counter(_pod_extended(spec))
         resources.update(held_by_pod.get(meta.get("uid", ""), {}))
-        if not resources and not spec.get("resourceClaims"):
-            continue
+        if not resources:
+            continue  # no NVIDIA extended resource, and no GPU device allocated to its claims (yet)
         labels = meta.get("labels") or {}
         request_id = _int(labels.get(f"{label_domain}/request-id"))
         found.append(

@@ -590,11 +590,3 @@ def _owners(request_ids) -> dict[int, str]:
     from intake.models import GpuRequest
 
     return dict(GpuRequest.objects.filter(pk__in=list(request_ids)).values_list("pk", "requested_by__username"))
-
-
-def mig_plan_list() -> QuerySet:
-    from .models import MigPlan, MigPlanStep
-
-    return MigPlan.objects.select_related("cluster", "created_by", "approved_by").prefetch_related(
-        Prefetch("steps", queryset=MigPlanStep.objects.order_by("position"))
-    )
