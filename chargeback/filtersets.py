@@ -1,12 +1,13 @@
 import django_filters
 
+from portal.api.filters import StrictFilterSet
 from provisioning.choices import Strategy
 
 from .choices import Category, EndSource, Flag
 from .models import RateCard, UsageInterval
 
 
-class UsageIntervalFilterSet(django_filters.FilterSet):
+class UsageIntervalFilterSet(StrictFilterSet):
     team = django_filters.CharFilter(field_name="team__slug")
     cluster = django_filters.CharFilter()
     strategy = django_filters.ChoiceFilter(choices=Strategy.choices)
@@ -33,7 +34,7 @@ class UsageIntervalFilterSet(django_filters.FilterSet):
         return queryset.exclude(ended_at__lte=value)
 
 
-class RateCardFilterSet(django_filters.FilterSet):
+class RateCardFilterSet(StrictFilterSet):
     gpu_model = django_filters.CharFilter()
     strategy = django_filters.ChoiceFilter(choices=Strategy.choices)
     currency = django_filters.CharFilter()

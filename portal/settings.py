@@ -137,6 +137,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
