@@ -11,7 +11,6 @@ from fractions import Fraction
 from django.conf import settings
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, DateTimeRangeField, RangeOperators
-from django.contrib.postgres.indexes import GistIndex
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Func, Q
@@ -99,7 +98,6 @@ class UsageInterval(models.Model):
             ),
         ]
         indexes = [
-            GistIndex(TsTzRange(F("started_at"), F("ended_at")), name="chargeback_interval_range_gist"),
             models.Index(fields=["cluster"], condition=Q(ended_at__isnull=True), name="chargeback_interval_open"),
             models.Index(fields=["team", "started_at"], name="chargeback_interval_team"),
         ]
