@@ -70,6 +70,8 @@ POD_SELECTOR = f"{MANAGED_BY_KEY}={MANAGED_BY}"
 WATCH_FLUSH_SECONDS = 2.0
 # A resumed watch first replays what happened since the last run; it is given this long (the API's unit) to do so.
 CATCH_UP_SECONDS = 1
+# Requests whose status or stall changes are written this many per transaction.
+WRITE_BATCH = 100
 
 
 def decimal_words(value: Decimal) -> str:
@@ -173,22 +175,24 @@ def status_reconcile(*, cluster: Cluster, pods: Iterable[Mapping[str, Any]], now
     )
     _pods_missing_update(requests, assessments)
 
-    for gpu_request in requests:
-        assessment = assessments[gpu_request.pk]
-        stall = stalls.pop(gpu_request.pk, None)
-        if not _needs_write(assessment, stall):
-            continue
-        try:
-            with transaction.atomic():
-                opened, closed = _apply(gpu_request, assessment, stall, cluster=cluster, now=now,
-                                        release_after=thresholds[gpu_request.workload_class].release_after)
-        except Conflict as exc:  # cancelled (or otherwise moved on) since we loaded it: nothing to do
-            logger.info("request %s changed while reconciling: %s", gpu_request.pk, exc)
-            continue
-        if assessment.changed:
-            outcome.transitions.append((gpu_request.pk, assessment.current, assessment.target))
-        outcome.stalls_opened += opened
-        outcome.stalls_closed += closed
+    writes = [(r, assessments[r.pk], stalls.pop(r.pk, None)) for r in requests]
+    writes = [(r, a, stall) for r, a, stall in writes if _needs_write(a, stall)]
+    # Requests that change are written in batches, one transaction (one commit) per batch and a savepoint per
+    # request, so a request cancelled meanwhile only skips itself, and row locks are held briefly.
+    for start in range(0, len(writes), WRITE_BATCH):
+        with transaction.atomic():
+            for gpu_request, assessment, stall in writes[start:start + WRITE_BATCH]:
+                try:
+                    with transaction.atomic():
+                        opened, closed = _apply(gpu_request, assessment, stall, cluster=cluster, now=now,
+                                                release_after=thresholds[gpu_request.workload_class].release_after)
+                except Conflict as exc:  # cancelled (or otherwise moved on) since we loaded it: nothing to do
+                    logger.info("request %s changed while reconciling: %s", gpu_request.pk, exc)
+                    continue
+                if assessment.changed:
+                    outcome.transitions.append((gpu_request.pk, assessment.current, assessment.target))
+                outcome.stalls_opened += opened
+                outcome.stalls_closed += closed
     # Open stalls left over belong to requests no longer reconciled here (cancelled, or finished elsewhere).
     if request_ids is None and stalls:
         outcome.stalls_closed += _close_orphan_stalls(list(stalls.values()), now=now)
@@ -207,15 +211,15 @@ def _pods_missing_update(requests: list[GpuRequest], assessments: dict[int, Asse
             back.append(gpu_request.pk)
     if back:
         GpuRequest.objects.filter(pk__in=back).update(pods_missing_since=None)
-    if len(missing) > 2:  # one statement for all: each row takes its own time
+    if len(missing) == 1:
+        [(since, pks)] = missing.items()
+        GpuRequest.objects.filter(pk__in=pks).update(pods_missing_since=since)
+    elif missing:  # one statement for all, each row with its own time
         from django.db.models import Case, Value, When
 
         ids = [pk for pks in missing.values() for pk in pks]
         GpuRequest.objects.filter(pk__in=ids).update(pods_missing_since=Case(
             *(When(pk__in=pks, then=Value(since)) for since, pks in missing.items())))
-    else:
-        for since, pks in missing.items():
-            GpuRequest.objects.filter(pk__in=pks).update(pods_missing_since=since)
 
 
 def _needs_write(assessment: Assessment, stall: GangStall | None) -> bool:
