@@ -78,16 +78,18 @@ def setup_django() -> None:
 
 def managed_fields(pod: dict) -> list[dict]:
     """What an API server stores beside each pod: one entry per writer (real LIST answers carry them)."""
-    spec_fields = {f"f:{k}": {} for k in pod["spec"]}
+    meta = pod["metadata"]
+    metadata_fields = {
+        "f:labels": {f"f:{k}": {} for k in meta["labels"]},
+        "f:annotations": {f"f:{k}": {} for k in meta["annotations"]},
+        "f:ownerReferences": {},
+    }
+    status_fields = {f"f:{k}": {} for k in ("conditions", "containerStatuses", "hostIP", "phase", "podIP", "startTime")}
+    common = {"operation": "Update", "apiVersion": "v1", "time": meta["creationTimestamp"], "fieldsType": "FieldsV1"}
     return [
-        {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": pod["metadata"]["creationTimestamp"],
-         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {f"f:{k}": {} for k in pod["metadata"]["labels"]},
-                                                              "f:annotations": {f"f:{k}": {} for k in pod["metadata"]["annotations"]},
-                                                              "f:ownerReferences": {}}, "f:spec": spec_fields}},
-        {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": pod["metadata"]["creationTimestamp"],
-         "fieldsType": "FieldsV1", "subresource": "status",
-         "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {},
-                                   "f:podIP": {}, "f:startTime": {}}}},
+        {"manager": "kube-controller-manager", **common,
+         "fieldsV1": {"f:metadata": metadata_fields, "f:spec": {f"f:{k}": {} for k in pod["spec"]}}},
+        {"manager": "kubelet", **common, "subresource": "status", "fieldsV1": {"f:status": status_fields}},
     ]  # fmt: skip
 
 
@@ -135,11 +137,10 @@ def make_requests(count: int, per_request: int):
     cluster = Cluster.objects.get(name="gpu-east")
     common = {"tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60, "gpus_per_replica": 8,
               "replicas": per_request, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
+    serving = {"tenancy": "multi_tenant", "latency": "latency_sensitive", "gpu_memory_gb": 16, "gpus_per_replica": 1,
+               "image": "nvcr.io/nvidia/tritonserver:25.01-py3"}
     templates = []
-    for workload_class, extra in (("training", {}), ("inference", {"tenancy": "multi_tenant",
-                                                                      "latency": "latency_sensitive",
-                                                                      "gpu_memory_gb": 16, "gpus_per_replica": 1,
-                                                                      "image": "nvcr.io/nvidia/tritonserver:25.01-py3"})):
+    for workload_class, extra in (("training", {}), ("inference", serving)):
         first = request_submit(user=engineer, team=team, name=f"seed-{workload_class}",
                                raw_answers={**common, "workload_class": workload_class, **extra})
         if first.status == "pending_approval":
@@ -164,9 +165,9 @@ def make_requests(count: int, per_request: int):
     for n, gpu_request in enumerate(requests):
         workload = copy.deepcopy(workloads[gpu_request.workload_class])
         # The request's own names and labels, as its render would give them.
-        old = workload["metadata"]["name"]
-        new = old.replace(f"-r{templates[0 if gpu_request.workload_class == 'training' else 1].pk}", f"-r{gpu_request.pk}")
-        workload["metadata"].update(name=new, uid=f"00000000-0000-4000-8000-{gpu_request.pk:012d}")
+        template = templates[0 if gpu_request.workload_class == "training" else 1]
+        name = workload["metadata"]["name"].replace(f"-r{template.pk}", f"-r{gpu_request.pk}")
+        workload["metadata"].update(name=name, uid=f"00000000-0000-4000-8000-{gpu_request.pk:012d}")
         workload["spec"]["template"]["metadata"]["labels"]["gpu-portal.io/request-id"] = str(gpu_request.pk)
         pods.extend(pods_for(gpu_request, workload, KINDS[n % len(KINDS)], per_request))
     return requests, pods

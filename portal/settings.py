@@ -199,7 +199,9 @@ PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECO
 # A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
 # A pod that cannot pull its image for this long fails its request (and its objects are removed).
-PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(os.environ.get("PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS", "600"))
+PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(
+    os.environ.get("PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS", "600")
+)
 # A request with no pod at all for this long fails (queues such as Kueue hold suspended Jobs without pods); 0: never.
 PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS = int(os.environ.get("PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS", "3600"))
 # Used for a workload class that has no GangPolicy row (the data migration creates one per class).

@@ -91,8 +91,9 @@ def gang_thresholds() -> dict[str, Thresholds]:
     for workload_class in WorkloadClass.values:
         policy = policies.get(workload_class)
         release = policy.release_after_seconds if policy else None
+        stall = policy.stall_after_seconds if policy else settings.PORTAL_GANG_STALL_AFTER_SECONDS
         thresholds[workload_class] = Thresholds(
-            stall_after=timedelta(seconds=policy.stall_after_seconds if policy else settings.PORTAL_GANG_STALL_AFTER_SECONDS),
+            stall_after=timedelta(seconds=stall),
             release_after=timedelta(seconds=release) if release else None,
             image_pull_fail_after=image_pull,
             no_pods_fail_after=timedelta(seconds=no_pods) if no_pods else None,
@@ -177,15 +178,15 @@ def status_reconcile(*, cluster: Cluster, pods: Iterable[Mapping[str, Any]], now
 
     writes = [(r, assessments[r.pk], stalls.pop(r.pk, None)) for r in requests]
     writes = [(r, a, stall) for r, a, stall in writes if _needs_write(a, stall)]
-    # Requests that change are written in batches, one transaction (one commit) per batch and a savepoint per
-    # request, so a request cancelled meanwhile only skips itself, and row locks are held briefly.
+    # Requests that change are written in batches, one transaction (one commit) per batch, so row locks are held
+    # briefly. A request cancelled meanwhile skips only itself: `request_transition` (the first write of `_apply`)
+    # runs in its own savepoint and raises Conflict before anything else is written for that request.
     for start in range(0, len(writes), WRITE_BATCH):
         with transaction.atomic():
             for gpu_request, assessment, stall in writes[start:start + WRITE_BATCH]:
                 try:
-                    with transaction.atomic():
-                        opened, closed = _apply(gpu_request, assessment, stall, cluster=cluster, now=now,
-                                                release_after=thresholds[gpu_request.workload_class].release_after)
+                    opened, closed = _apply(gpu_request, assessment, stall, cluster=cluster, now=now,
+                                            release_after=thresholds[gpu_request.workload_class].release_after)
                 except Conflict as exc:  # cancelled (or otherwise moved on) since we loaded it: nothing to do
                     logger.info("request %s changed while reconciling: %s", gpu_request.pk, exc)
                     continue
@@ -246,7 +247,8 @@ def _pending_detail(gang: GangState) -> list[dict]:
 
 def _apply(gpu_request: GpuRequest, assessment: Assessment, stall: GangStall | None, *, cluster: Cluster,
            now: datetime, release_after: timedelta | None = None) -> tuple[int, int]:
-    """One request's status change and stall bookkeeping, in the caller's savepoint. Returns (opened, closed)."""
+    """One request's status change and stall bookkeeping, in the caller's transaction. The transition comes first:
+    when it raises Conflict nothing has been written. Returns (stalls opened, stalls closed)."""
     opened = closed = 0
     gang = assessment.gang
     if assessment.changed:
@@ -405,11 +407,23 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
     return created
 
 
-def _dispatch_notification(notification_id: int, task) -> None:
+def _dispatch_notification(notification_id: int, task) -> bool:
     try:
         task.apply_async(args=[notification_id], retry=False)
-    except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued, visible in the admin
+    except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued and the sweep sends it later
         logger.warning("could not dispatch notification %s: %s", notification_id, exc)
+        return False
+    return True
+
+
+def gang_notification_sweep(*, older_than_seconds: int = 120) -> int:
+    """Send again the notices still queued a while after they were made (their dispatch never reached the broker).
+    Delivery is idempotent, so one that was merely slow to run is not sent twice."""
+    from . import tasks
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    stale = GangNotification.objects.filter(status=NotificationStatus.QUEUED, created_at__lt=cutoff)
+    return sum(_dispatch_notification(pk, tasks.gang_notification_deliver) for pk in stale.values_list("pk", flat=True))
 
 
 def _send_email(notification: GangNotification) -> None:
@@ -553,8 +567,10 @@ def _list(kube: KubeClient) -> PodCache:
     return PodCache(resource_version=snapshot.resource_version, pods=pods, listed_at=time.monotonic())
 
 
-def cluster_status_reconcile(*, cluster_id: int, watch_seconds: int | None = None,
-                             clock: Callable[[], datetime] = timezone.now, kube: KubeClient | None = None) -> RunOutcome:
+def cluster_status_reconcile(
+    *, cluster_id: int, watch_seconds: int | None = None, clock: Callable[[], datetime] = timezone.now,
+    kube: KubeClient | None = None,
+) -> RunOutcome:
     """One run of the reconciliation loop for a cluster (see the module docstring)."""
     cluster = Cluster.objects.get(pk=cluster_id)
     if watch_seconds is None:
@@ -679,9 +695,11 @@ def _follow(cluster: Cluster, kube: KubeClient, cache: PodCache, seconds: int, c
 
 
 def status_reconcile_all() -> list[int]:
-    """Beat: one reconciliation task per enabled cluster. Returns the cluster ids dispatched."""
+    """Beat: one reconciliation task per enabled cluster, and notices whose dispatch was lost sent again. Returns
+    the cluster ids dispatched."""
     from . import tasks
 
+    gang_notification_sweep()
     ids = list(Cluster.objects.filter(enabled=True).order_by("name").values_list("pk", flat=True))
     for cluster_id in ids:
         # A run that cannot start before the next beat is pointless: the next one replaces it.

@@ -136,7 +136,8 @@ def _pending_reason(pod: PodFact) -> tuple[str, str]:
     for container in pod.containers:
         if container.waiting_reason and container.waiting_reason != "ContainerCreating":
             detail = f": {container.waiting_message}" if container.waiting_message else ""
-            return container.waiting_reason, f"container {container.name} is waiting ({container.waiting_reason}){detail}"
+            reason = container.waiting_reason
+            return reason, f"container {container.name} is waiting ({reason}){detail}"
     if pod.scheduled is False or not pod.node:
         return pod.unschedulable_reason or "Unschedulable", waiting_for_node_words(pod)
     return "Starting", f"is scheduled on {pod.node} and starting"

@@ -109,7 +109,8 @@ def pod_events(pod: PodFact) -> list[PlainEvent]:
     if pod.node and pod.scheduled is not False:
         events.append(PlainEvent(rid, f"{uid}:scheduled", "Scheduled", f"Pod {pod.rank} scheduled on {pod.node}."))
     if pod.phase == RUNNING or pod.ran:
-        events.append(PlainEvent(rid, f"{uid}:started", "Started", f"Pod {pod.name} started on {pod.node or 'its node'}."))
+        where = pod.node or "its node"
+        events.append(PlainEvent(rid, f"{uid}:started", "Started", f"Pod {pod.name} started on {where}."))
     for container in pod.containers:
         events.extend(_container_events(pod, container))
     if pod.phase == SUCCEEDED:

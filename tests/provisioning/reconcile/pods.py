@@ -84,11 +84,12 @@ def pod_for(workload: dict, *, index: int, created: datetime, attempt: int = 0, 
 
 def _container_status(pod: dict, state: dict, *, ready: bool, restarts: int = 0, last: dict | None = None) -> list:
     container = pod["spec"]["containers"][0]
+    image, started = container["image"], "waiting" not in state
     status = {
         "name": container["name"],
-        "image": container["image"],
-        "imageID": "" if "waiting" in state else f"{container['image'].split(':')[0]}@sha256:{_hex(container['image'], length=64)}",
-        "containerID": "" if "waiting" in state else f"containerd://{_hex(pod['metadata']['uid'], restarts, length=64)}",
+        "image": image,
+        "imageID": f"{image.split(':')[0]}@sha256:{_hex(image, length=64)}" if started else "",
+        "containerID": f"containerd://{_hex(pod['metadata']['uid'], restarts, length=64)}" if started else "",
         "ready": ready,
         "started": "running" in state,
         "restartCount": restarts,
@@ -124,9 +125,9 @@ def unschedulable(pod: dict, at: datetime, message: str = UNSCHEDULABLE_MESSAGE)
 
 def _scheduled_status(pod: dict, node: str, at: datetime, phase: str) -> dict:
     ip = _node_ip(node)
-    return {"phase": phase, "qosClass": "Burstable", "hostIP": ip, "hostIPs": [{"ip": ip}],
-            "podIP": f"10.244.{int(_hex(pod['metadata']['name'], length=2), 16)}.{int(_hex(node, length=2), 16) % 250 + 2}",
-            "startTime": ts(at)}  # fmt: skip
+    pod_ip = f"10.244.{int(_hex(pod['metadata']['name'], length=2), 16)}.{int(_hex(node, length=2), 16) % 250 + 2}"
+    return {"phase": phase, "qosClass": "Burstable", "hostIP": ip, "hostIPs": [{"ip": ip}], "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}], "startTime": ts(at)}  # fmt: skip
 
 
 def image_pull_backoff(pod: dict, node: str, at: datetime, reason: str = "ImagePullBackOff") -> dict:

@@ -65,3 +65,16 @@ def test_the_request_page_shows_the_stall_and_the_cluster_events_in_plain_words(
     assert "holding 24 GPU-equivalents, while 1 is Pending" in page
     assert "provisioning → stalled (GangStalled)" in page
     assert "Cluster event (Unschedulable)" in page and "is waiting for a node: 0/12 nodes are available" in page
+
+
+def test_the_platform_team_sees_policies_stalls_notices_and_runs_in_the_admin(provision, platform_user, engineer,
+                                                                            notified_team):
+    stalled(provision, "train")
+    client = Client()
+    client.force_login(platform_user)
+    for path in ("gangpolicy", "gangstall", "gangnotification", "clusterreconcilestate"):
+        assert client.get(f"/admin/provisioning/{path}/").status_code == 200, path
+    page = client.get("/admin/provisioning/gangpolicy/").content.decode()
+    assert "training" in page and 'name="form-0-stall_after_seconds"' in page  # editable in the list
+    client.force_login(engineer)
+    assert client.get("/admin/provisioning/gangpolicy/").status_code == 302  # to the admin's login

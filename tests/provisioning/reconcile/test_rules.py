@@ -140,7 +140,8 @@ def test_a_gang_moves_from_provisioning_to_running_to_completed(gang):
 
     done = [k8s.moved(p, k8s.terminated(p, "n", minutes(3), minutes(90))) for p in gang]
     finished = run(done, context(status="running"), minutes(91))
-    assert (finished.target, finished.comment) == ("completed", "All 4 pods of the training job completed successfully.")
+    assert finished.target == "completed"
+    assert finished.comment == "All 4 pods of the training job completed successfully."
 
 
 def test_three_of_four_running_stall_only_after_the_threshold(gang):

@@ -224,3 +224,41 @@ def test_pods_of_requests_the_portal_no_longer_reconciles_are_ignored(provision,
     outcome = cycle(east, pods, minutes(2))
     assert (outcome.requests, outcome.ignored_pods, outcome.events) == (0, 4, 0)
     assert not RequestEvent.objects.filter(request=gpu_request, kind="cluster").exists()
+
+
+def test_a_request_cancelled_while_the_cycle_runs_skips_only_itself(provision, east, engineer, monkeypatch):
+    from provisioning import reconciliation
+
+    first, second = provision("first"), provision("second")
+    loaded = reconciliation._active_requests
+
+    def load_then_cancel(cluster, request_ids):
+        requests = loaded(cluster, request_ids)  # as the cycle saw them...
+        request_cancel(user=engineer, request_id=first.pk)  # ...then the engineer cancels one
+        return requests
+
+    monkeypatch.setattr(reconciliation, "_active_requests", load_then_cancel)
+    pods = [k8s.moved(p, k8s.running(p, f"gpu-h100-0{i}", minutes(1)))
+            for r in (first, second) for i, p in enumerate(pods_of(r))]
+    outcome = cycle(east, pods, minutes(2))
+
+    assert outcome.transitions == [(second.pk, "provisioning", "running")]
+    assert (status(first), status(second)) == ("cancelled", "running")
+
+
+def test_notices_whose_dispatch_was_lost_are_sent_by_the_sweep(provision, east, notified_team, webhook, eager_celery):
+    from django.utils import timezone
+
+    from provisioning.reconciliation import gang_notification_sweep
+
+    gpu_request = provision()
+    pods, _ = partial_gang(gpu_request)
+    cycle(east, pods, minutes(16))  # in a test transaction the after-commit dispatch never runs: the broker "lost" it
+    assert set(GangNotification.objects.values_list("status", flat=True)) == {"queued"}
+    assert gang_notification_sweep() == 0  # too fresh: its own dispatch may be on its way
+
+    GangNotification.objects.update(created_at=timezone.now() - timezone.timedelta(minutes=5))
+    assert gang_notification_sweep() == 2
+    assert set(GangNotification.objects.values_list("status", flat=True)) == {"sent"}
+    assert (len(mail.outbox), len(webhook.received)) == (1, 1)
+    assert gang_notification_sweep() == 0
