@@ -21,11 +21,13 @@ Targets: steady <= 2 s, and a query count that does not grow with the number of 
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import gc
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -60,6 +62,8 @@ def recreate_database(url: str) -> None:
 def setup_django() -> None:
     url = bench_database_url()
     recreate_database(url)
+    scratch = tempfile.mkdtemp(prefix="bench-reconcile-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     os.environ.update({
         "DATABASE_URL": url,
         "DJANGO_SETTINGS_MODULE": "portal.settings",
@@ -67,7 +71,7 @@ def setup_django() -> None:
         "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
         "LOG_LEVEL": "WARNING",
         # The seed requests are really applied (gitops applier, eager task): into a throw-away repository.
-        "PORTAL_DATA_DIR": tempfile.mkdtemp(prefix="bench-reconcile-"),
+        "PORTAL_DATA_DIR": scratch,
     })  # fmt: skip
     import django
     from django.core.management import call_command
