@@ -70,3 +70,40 @@ class JobStatus(models.TextChoices):
 
 
 JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+
+# --- status reconciliation and stalled gangs (reconcile) --------------------------------------------------------
+
+
+class StallEnd(models.TextChoices):
+    RECOVERED = "recovered", "The whole gang ran"
+    COMPLETED = "completed", "The request completed"
+    FAILED = "failed", "The request failed"
+    RELEASED = "released", "Released by the policy"
+    CANCELLED = "cancelled", "The request was cancelled"
+
+
+class NotificationKind(models.TextChoices):
+    STALLED = "stalled", "Gang stalled"
+    RELEASED = "released", "Stalled gang released"
+
+
+class NotificationChannel(models.TextChoices):
+    EMAIL = "email", "E-mail"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class NotificationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RETRYING = "retrying", "Waiting to retry"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
+class ReconcileStatus(models.TextChoices):
+    OK = "ok", "Reconciled"
+    SKIPPED = "skipped", "Skipped"
+    ERROR = "error", "Error"
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------
