@@ -224,3 +224,15 @@ class UsageCollection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} @ {self.listed_at:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+
+class StallWaste(models.Model):
+    """A stalled gang's burnt time, turned into `waste` lines once the stall is over and the usage collection has
+    read the cluster after it (so the running pods' intervals are known)."""
+
+    stall = models.OneToOneField("provisioning.GangStall", on_delete=models.CASCADE, related_name="waste")
+    intervals_split = models.PositiveIntegerField(default=0)
+    marked_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"waste of stall {self.stall_id}"
