@@ -11,7 +11,6 @@ from fractions import Fraction
 from django.conf import settings
 from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, DateTimeRangeField, RangeOperators
-from django.contrib.postgres.indexes import GistIndex
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Func, Q
@@ -99,7 +98,6 @@ class UsageInterval(models.Model):
             ),
         ]
         indexes = [
-            GistIndex(TsTzRange(F("started_at"), F("ended_at")), name="chargeback_interval_range_gist"),
             models.Index(fields=["cluster"], condition=Q(ended_at__isnull=True), name="chargeback_interval_open"),
             models.Index(fields=["team", "started_at"], name="chargeback_interval_team"),
         ]
@@ -226,3 +224,15 @@ class UsageCollection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} @ {self.listed_at:%Y-%m-%d %H:%M:%S} ({self.status})"
+
+
+class StallWaste(models.Model):
+    """A stalled gang's burnt time, turned into `waste` lines once the stall is over and the usage collection has
+    read the cluster after it (so the running pods' intervals are known)."""
+
+    stall = models.OneToOneField("provisioning.GangStall", on_delete=models.CASCADE, related_name="waste")
+    intervals_split = models.PositiveIntegerField(default=0)
+    marked_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"waste of stall {self.stall_id}"

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from intake.models import GpuRequest
@@ -24,11 +25,11 @@ from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team
 from portal.roles import is_finance, is_platform
 from provisioning.catalogue import load_catalogue
-from provisioning.models import Cluster, NodePool
+from provisioning.models import Cluster, GangStall, NodePool
 
 from .choices import Category, CollectionStatus, EndSource, Flag
 from .ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
-from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from .models import Adjustment, ClosedPeriod, RateCard, StallWaste, UsageCollection, UsageInterval
 from .periods import add_months, day_start, month_start
 
 logger = logging.getLogger(__name__)
@@ -457,6 +458,27 @@ def usage_mark_waste(*, request_id: int, started_at: datetime, ended_at: datetim
     return len(overlapping)
 
 
+def waste_record_stalls(*, cluster_name: str, now: datetime | None = None) -> int:
+    """Turn every stalled gang of the cluster that is over, and whose cluster was read after it ended, into
+    `waste` lines (once each). Run after each collection pass. Returns how many stalls were recorded."""
+    now = now or timezone.now()
+    last_read = (UsageCollection.objects.filter(cluster=cluster_name, status=CollectionStatus.OK)
+                 .order_by("-listed_at").values_list("listed_at", flat=True).first())
+    if last_read is None:
+        return 0
+    stalls = (GangStall.objects.filter(cluster__name=cluster_name, ended_at__isnull=False, ended_at__lte=last_read,
+                                       waste__isnull=True)
+              .exclude(ended_at=F("started_at")).order_by("ended_at"))
+    recorded = 0
+    for stall in stalls:
+        with transaction.atomic():
+            split = usage_mark_waste(request_id=stall.request_id, started_at=stall.started_at,
+                                     ended_at=stall.ended_at, reason=f"stalled gang #{stall.pk}", now=now)
+            StallWaste.objects.create(stall=stall, intervals_split=split)
+        recorded += 1
+    return recorded
+
+
 # --- rate cards ---------------------------------------------------------------------------------------------------
 
 
@@ -597,6 +619,7 @@ def usage_collect(*, cluster_name: str | None = None) -> list[UsageCollection]:
             ))
             continue
         result = usage_ingest(cluster_name=cluster.name, pods=pods, now=now, source="collector")
+        waste_record_stalls(cluster_name=cluster.name, now=now)
         done.append(UsageCollection.objects.get(pk=result.collection_id))
     return done
 

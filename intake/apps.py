@@ -6,9 +6,8 @@ class IntakeConfig(AppConfig):
     verbose_name = "Requests and routing policy"
 
     def ready(self):
-        from portal.metrics import register
+        from portal.metrics import register_all
 
         from .metrics import COLLECTORS
 
-        for name, collector in COLLECTORS.items():
-            register(name, collector)
+        register_all(COLLECTORS)

@@ -1,11 +1,15 @@
 """The audit trail: one function per kind of event, called by services (never by signals)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .choices import EventKind
 from .models import GpuRequest, RequestEvent
 
 
-def event_transition(*, request: GpuRequest, actor, from_status: str, to_status: str, comment: str = "") -> RequestEvent:
+def event_transition(
+    *, request: GpuRequest, actor, from_status: str, to_status: str, comment: str = "", reason: str = ""
+) -> RequestEvent:
     return RequestEvent.objects.create(
         request=request,
         kind=EventKind.TRANSITION,
@@ -13,8 +17,40 @@ def event_transition(*, request: GpuRequest, actor, from_status: str, to_status:
         from_status=from_status,
         to_status=to_status,
         comment=comment,
+        reason=reason,
     )
 
 
 def event_note(*, request: GpuRequest, comment: str, actor=None, kind: str = EventKind.NOTE, reason: str = "") -> RequestEvent:
     return RequestEvent.objects.create(request=request, kind=kind, actor=actor, comment=comment, reason=reason)
+
+
+# --- status reconciliation (reconcile) --------------------------------------------------------------------------
+
+
+def events_cluster_record(*, items: Iterable[tuple[int, str, str, str]]) -> int:
+    """Record what the cluster reported, each fact once: `items` are (request_id, dedupe_key, reason, comment).
+    Keys already recorded for those requests are skipped (one query), the rest inserted in one statement; the
+    unique (request, dedupe_key) constraint makes a concurrent duplicate a no-op. Returns how many were new."""
+    candidates: dict[tuple[int, str], tuple[str, str]] = {}
+    for request_id, key, reason, comment in items:
+        candidates.setdefault((request_id, key), (reason, comment))
+    if not candidates:
+        return 0
+    request_ids = sorted({request_id for request_id, _ in candidates})
+    existing = set(
+        RequestEvent.objects.filter(request_id__in=request_ids).exclude(dedupe_key="").values_list(
+            "request_id", "dedupe_key"
+        )
+    )
+    new = [
+        RequestEvent(request_id=request_id, kind=EventKind.CLUSTER, dedupe_key=key, reason=reason[:63], comment=comment)
+        for (request_id, key), (reason, comment) in candidates.items()
+        if (request_id, key) not in existing
+    ]
+    if new:
+        RequestEvent.objects.bulk_create(new, ignore_conflicts=True)
+    return len(new)
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------

@@ -102,6 +102,12 @@ class GpuRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     status_changed_at = models.DateTimeField(auto_now_add=True)
+    # --- status reconciliation (reconcile) ---
+    pods_missing_since = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="set by status reconciliation while the cluster shows no pod of this request",
+    )  # fmt: skip
+    # --- end status reconciliation ---
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -136,9 +142,20 @@ class RequestEvent(models.Model):
     comment = models.TextField(blank=True)
     reason = models.CharField(max_length=63, blank=True, help_text="machine-readable cause, e.g. OOMKilled")
     at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # --- status reconciliation (reconcile) ---
+    # Names the fact a cluster event reports (e.g. "<pod uid>:scheduled"), so that seeing it again records nothing.
+    dedupe_key = models.CharField(max_length=200, blank=True, default="")
+    # --- end status reconciliation ---
 
     class Meta:
         ordering = ["at", "id"]
+        constraints = [
+            # --- status reconciliation (reconcile) ---
+            models.UniqueConstraint(
+                fields=["request", "dedupe_key"], condition=~Q(dedupe_key=""),
+                name="%(app_label)s_%(class)s_unique_dedupe_key",
+            ),  # fmt: skip
+        ]
 
     def __str__(self) -> str:
         return f"{self.request_id}: {self.from_status or '-'} -> {self.to_status or '-'}"

@@ -41,13 +41,15 @@ def policy_spec(version: PolicyVersion) -> PolicySpec:
 
 def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     """The requests this user may see, newest first, with what list pages show loaded up front."""
-    from provisioning.models import AppliedObject, ProvisioningJob
+    from provisioning.models import AppliedObject, GangStall, ProvisioningJob
 
     events = RequestEvent.objects.select_related("actor").order_by("at", "id")
     queryset = GpuRequest.objects.select_related("team", "requested_by", "policy_version").prefetch_related(
         Prefetch("events", queryset=events),
         Prefetch("applied_objects", queryset=AppliedObject.objects.order_by("id")),
         Prefetch("provisioning_jobs", queryset=ProvisioningJob.objects.select_related("cluster").order_by("id")),
+        # status reconciliation (reconcile): the gang's stalls, newest first
+        Prefetch("gang_stalls", queryset=GangStall.objects.select_related("cluster").order_by("-started_at", "-id")),
     )
     team_ids = team_visible_ids(user=user)
     if team_ids is not None:

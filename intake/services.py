@@ -139,9 +139,9 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
 
 
 @transaction.atomic
-def request_transition(*, request_id: int, to_status: str, actor, comment: str = "") -> GpuRequest:
+def request_transition(*, request_id: int, to_status: str, actor, comment: str = "", reason: str = "") -> GpuRequest:
     """The one place a request changes status: lock the row, check the edge, save, record the event, and
-    schedule follow-up work after commit."""
+    schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled)."""
     gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
     from_status = gpu_request.status
     _check_edge(gpu_request, to_status)
@@ -149,7 +149,7 @@ def request_transition(*, request_id: int, to_status: str, actor, comment: str =
     gpu_request.status_changed_at = timezone.now()
     gpu_request.save(update_fields=["status", "status_changed_at", "updated_at"])
     events.event_transition(
-        request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment
+        request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment, reason=reason
     )
     _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
     return gpu_request

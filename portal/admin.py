@@ -3,6 +3,10 @@ from django.contrib import admin
 from .admin_mixins import PlatformAdminMixin
 from .models import Membership, Team
 
+admin.site.site_header = "GPU Golden Path: platform admin"
+admin.site.site_title = "GPU Golden Path admin"
+admin.site.index_title = "Platform operations"
+
 
 class MembershipInline(PlatformAdminMixin, admin.TabularInline):
     model = Membership

@@ -42,6 +42,12 @@ def register(name: str, function: CollectorFunction) -> None:
     _COLLECTORS[name] = function
 
 
+def register_all(collectors: dict[str, CollectorFunction]) -> None:
+    """Register an app's `COLLECTORS` (name -> function), from its `AppConfig.ready()`."""
+    for name, function in collectors.items():
+        register(name, function)
+
+
 def unregister(name: str) -> None:
     _COLLECTORS.pop(name, None)
 

@@ -137,12 +137,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictFormatNegotiation",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
@@ -295,11 +295,49 @@ LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # --- end of identity settings ------------------------------------------------------------------------------------
 
 # --- Backstage integration (intake.backstage) --------------------------------------------------------------------
-# The portal's public URL for links in catalog entities and the software template (empty: the request's host).
-PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "")
+# The portal's public URL, for links in catalog entities, the software template and notifications (empty: the
+# request's host where there is one, http://127.0.0.1:8000 in notifications).
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "").rstrip("/")
 # Catalog namespace of the exported Resource entities, and of the Group entities that own them (one per team).
 BACKSTAGE_NAMESPACE = os.environ.get("BACKSTAGE_NAMESPACE", "default")
 BACKSTAGE_GROUP_NAMESPACE = os.environ.get("BACKSTAGE_GROUP_NAMESPACE", "default")
 # Optional System entity the exported resources belong to.
 BACKSTAGE_SYSTEM = os.environ.get("BACKSTAGE_SYSTEM", "")
 # --- end of Backstage settings -----------------------------------------------------------------------------------
+
+# --- status reconciliation, stalled gangs and notifications (reconcile) ----------------------------------------
+# Beat runs one reconciliation per cluster every interval: a LIST (first run, fallback) or a resumed WATCH,
+# bounded well below the interval so runs never overlap (a per-cluster Redis lock makes sure of it).
+PORTAL_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("PORTAL_RECONCILE_INTERVAL_SECONDS", "60"))
+PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECONDS", "45"))
+# A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
+PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
+# A pod that cannot pull its image for this long fails its request (and its objects are removed).
+PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(
+    os.environ.get("PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS", "600")
+)
+# A request with no pod at all for this long fails (queues such as Kueue hold suspended Jobs without pods); 0: never.
+PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS = int(os.environ.get("PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS", "3600"))
+# Used for a workload class that has no GangPolicy row (the data migration creates one per class).
+PORTAL_GANG_STALL_AFTER_SECONDS = int(os.environ.get("PORTAL_GANG_STALL_AFTER_SECONDS", "900"))
+CELERY_BEAT_SCHEDULE["provisioning-status-reconcile"] = {
+    "task": "provisioning.status_reconcile_all",
+    "schedule": PORTAL_RECONCILE_INTERVAL_SECONDS,
+}
+
+# Notifications: e-mail through Django's mail backend, webhooks as a JSON POST (both from Celery tasks).
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gpu-portal@localhost")
+# The platform team's address(es), copied on every stalled-gang notice; comma-separated, may be empty.
+PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
+PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# --- end status reconciliation ---------------------------------------------------------------------------------

@@ -299,3 +299,55 @@ class MigPlanAdmin(PlatformAdminMixin, admin.ModelAdmin):
                 self.message_user(request, f"MIG plan #{plan.pk} cancelled.")
             except DomainError as exc:
                 self.message_user(request, f"#{plan.pk}: {exc.message}", messages.ERROR)
+
+
+# --- status reconciliation and stalled gangs (reconcile) --------------------------------------------------------
+
+from .models import ClusterReconcileState, GangNotification, GangPolicy, GangStall  # noqa: E402
+
+
+@admin.register(GangPolicy)
+class GangPolicyAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """How long a gang may stay partial before its request is stalled (and notified), and how long stalled before
+    the portal releases it. Read on every reconciliation cycle: a change applies within a minute."""
+
+    list_display = ["workload_class", "stall_after_seconds", "release_after_seconds", "updated_at"]
+    list_editable = ["stall_after_seconds", "release_after_seconds"]
+
+
+class GangNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = GangNotification
+    extra = 0
+    fields = ["kind", "channel", "target", "status", "attempts", "message", "sent_at"]
+
+
+@admin.register(GangStall)
+class GangStallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    finance_can_view = True
+    list_display = ["request", "cluster", "workload_class", "started_at", "ended_at", "end_reason", "running_pods",
+                    "pending_pods", "gpu_equivalents_running", "burnt_gpu_hours", "notified_at", "released_at"]
+    list_filter = ["end_reason", "workload_class", "cluster"]
+    list_select_related = ["request__team", "cluster"]
+    search_fields = ["request__name", "request__team__slug"]
+    inlines = [GangNotificationInline]
+
+    @admin.display(description="burnt GPU-hours")
+    def burnt_gpu_hours(self, obj):
+        return obj.burnt_gpu_hours()
+
+
+@admin.register(GangNotification)
+class GangNotificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["id", "stall", "kind", "channel", "target", "status", "attempts", "message", "sent_at"]
+    list_filter = ["status", "kind", "channel"]
+    list_select_related = ["stall"]
+
+
+@admin.register(ClusterReconcileState)
+class ClusterReconcileStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["cluster", "status", "finished_at", "pods", "requests", "transitions", "events_recorded",
+                    "watch_events", "cycle_ms", "message"]
+    list_select_related = ["cluster"]
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------

@@ -129,3 +129,40 @@ class FitVerdict(models.TextChoices):
     FITS_NOW = "fits_now", "Fits now"
     FITS_AFTER = "fits_after", "Fits after running work finishes"
     NEVER = "never", "Never fits as the pool is"
+
+
+# --- status reconciliation and stalled gangs (reconcile) --------------------------------------------------------
+
+
+class StallEnd(models.TextChoices):
+    RECOVERED = "recovered", "The whole gang ran"
+    COMPLETED = "completed", "The request completed"
+    FAILED = "failed", "The request failed"
+    RELEASED = "released", "Released by the policy"
+    CANCELLED = "cancelled", "The request was cancelled"
+
+
+class NotificationKind(models.TextChoices):
+    STALLED = "stalled", "Gang stalled"
+    RELEASED = "released", "Stalled gang released"
+
+
+class NotificationChannel(models.TextChoices):
+    EMAIL = "email", "E-mail"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class NotificationStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RETRYING = "retrying", "Waiting to retry"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
+class ReconcileStatus(models.TextChoices):
+    OK = "ok", "Reconciled"
+    SKIPPED = "skipped", "Skipped"
+    ERROR = "error", "Error"
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------

@@ -147,6 +147,51 @@ class ProvisioningJobSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+# --- status reconciliation (reconcile) --------------------------------------------------------------------------
+
+
+class PendingPodSerializer(serializers.Serializer):
+    pod = serializers.CharField()
+    since = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField(help_text="e.g. Unschedulable, ImagePullBackOff")
+    text = serializers.CharField(help_text="why it is pending, in plain words (the scheduler's message)")
+
+
+class GangStallSerializer(serializers.Serializer):
+    started_at = serializers.DateTimeField(help_text="when the running pods began waiting for the pending ones")
+    detected_at = serializers.DateTimeField(help_text="when the portal declared the request stalled")
+    ended_at = serializers.DateTimeField(allow_null=True)
+    end_reason = serializers.CharField(help_text="recovered, completed, failed, released, cancelled; empty while open")
+    running_pods = serializers.IntegerField()
+    pending_pods = serializers.IntegerField()
+    gpu_equivalents_running = serializers.DecimalField(max_digits=12, decimal_places=6)
+    burnt_gpu_equivalent_seconds = serializers.SerializerMethodField(
+        help_text="GPU-equivalents of the running pods x stalled time, exact; up to now while the stall is open"
+    )
+    burnt_gpu_hours = serializers.SerializerMethodField()
+    pending = PendingPodSerializer(source="pending_detail", many=True)
+    notified_at = serializers.DateTimeField(allow_null=True)
+    released_at = serializers.DateTimeField(allow_null=True)
+
+    def _now(self):
+        from django.utils import timezone
+
+        return self.context.get("now") or timezone.now()  # one instant for the whole response
+
+    @extend_schema_field(serializers.DecimalField(max_digits=24, decimal_places=6))
+    def get_burnt_gpu_equivalent_seconds(self, obj):
+        from decimal import Decimal
+
+        return f"{obj.burnt_gpu_seconds(self._now()).quantize(Decimal('0.000001')):f}"
+
+    @extend_schema_field(serializers.DecimalField(max_digits=24, decimal_places=6))
+    def get_burnt_gpu_hours(self, obj):
+        return f"{obj.burnt_gpu_hours(self._now()):f}"
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------
+
+
 class RequestSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -157,6 +202,29 @@ class RequestSerializer(serializers.ModelSerializer):
     events = RequestEventSerializer(many=True, read_only=True)
     provisioning = ProvisioningJobSerializer(source="provisioning_jobs", many=True, read_only=True)
     objects = AppliedObjectSerializer(source="applied_objects", many=True, read_only=True)
+    # --- status reconciliation (reconcile) ---
+    stall = serializers.SerializerMethodField(help_text="the gang's current or most recent stall; null if none")
+    burnt_gpu_hours = serializers.SerializerMethodField(
+        help_text="GPU-hours burnt by running pods waiting for the rest of their gang, over all stalls"
+    )
+    # --- end status reconciliation ---
+
+    def _now(self):
+        from django.utils import timezone
+
+        return self.context.setdefault("now", timezone.now())  # one instant for the whole response
+
+    @extend_schema_field(GangStallSerializer(allow_null=True))
+    def get_stall(self, obj):
+        stalls = list(obj.gang_stalls.all())  # prefetched by request_list, newest first
+        return GangStallSerializer(stalls[0], context={"now": self._now()}).data if stalls else None
+
+    @extend_schema_field(serializers.DecimalField(max_digits=24, decimal_places=6))
+    def get_burnt_gpu_hours(self, obj):
+        from decimal import Decimal
+
+        total = sum((stall.burnt_gpu_seconds(self._now()) for stall in obj.gang_stalls.all()), Decimal(0))
+        return f"{(total / Decimal(3600)).quantize(Decimal('0.000001')):f}"
 
     class Meta:
         model = GpuRequest
@@ -177,6 +245,8 @@ class RequestSerializer(serializers.ModelSerializer):
             "events",
             "provisioning",
             "objects",
+            "stall",
+            "burnt_gpu_hours",
         ]
         read_only_fields = fields
 

@@ -70,3 +70,37 @@ def watch_pods(
         for event in stream:
             obj = {"apiVersion": "v1", "kind": "Pod", **event["object"]}
             yield WatchEvent(type=event["type"], object=obj)
+
+
+# --- status reconciliation (reconcile) --------------------------------------------------------------------------
+
+LIST_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class PodSnapshot:
+    pods: list[dict[str, Any]]
+    resource_version: str  # where a watch resumes to see every change after this list
+
+
+def list_pods_snapshot(
+    kube: KubeClient, *, label_selector: str, namespace: str | None = None, page_size: int = LIST_PAGE_SIZE
+) -> PodSnapshot:
+    """A consistent LIST of the pods matching `label_selector`, in pages of `page_size` (a server that does not
+    paginate answers in one), with the resourceVersion a watch resumes from."""
+    resource = kube.resource("v1", "Pod")
+    pods: list[dict[str, Any]] = []
+    token, version = None, ""
+    while True:
+        with kube_errors(f"list pods in {namespace or 'all namespaces'}"):
+            page = kube.dynamic.get(resource, namespace=namespace, label_selector=label_selector, limit=page_size,
+                                    _continue=token, serializer=raw)
+        pods.extend(with_type_meta(page, resource))
+        meta = page.get("metadata") or {}
+        version = meta.get("resourceVersion") or version
+        token = meta.get("continue")
+        if not token:
+            return PodSnapshot(pods=pods, resource_version=version)
+
+
+# --- end status reconciliation ----------------------------------------------------------------------------------

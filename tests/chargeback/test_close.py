@@ -166,3 +166,30 @@ def test_waste_found_after_the_close_moves_through_adjustments(requests_a, finan
     assert [(r["category"], Fraction(r["device_seconds"]), r["cost"]) for r in november] == [
         ("adjustment", -7200, Decimal("-4.00")), ("waste_adjustment", 7200, Decimal("4.00"))]
     assert sorted(Adjustment.objects.values_list("category", "sign")) == [("usage", -1), ("waste", 1)]
+
+
+def test_a_stalled_gangs_burnt_time_becomes_waste_after_the_next_collection(requests_a, finance_user, priced):
+    """Given a gang that stalled from 10:00 to 10:45 (recorded by status reconciliation) and its running pod,
+    when the usage collection reads the cluster after the stall ended, then the burnt 45 minutes are a `waste`
+    line, once, however often collection runs."""
+    from chargeback.models import StallWaste
+    from chargeback.services import waste_record_stalls
+    from provisioning.models import Cluster, GangStall
+
+    pod = pod_for(requests_a["whole"], uid="g1", started_at=utc(2026, 11, 3, 9, 30))
+    usage_ingest(cluster_name="gpu-east", now=utc(2026, 11, 3, 10, 30), pods=[pod])
+    stall = GangStall.objects.create(
+        request=requests_a["whole"], cluster=Cluster.objects.get(name="gpu-east"), workload_class="training",
+        started_at=utc(2026, 11, 3, 10), detected_at=utc(2026, 11, 3, 10, 15), ended_at=utc(2026, 11, 3, 10, 45),
+        end_reason="completed", running_pods=1, pending_pods=1, gpu_equivalents_running=2,
+        segment_started_at=utc(2026, 11, 3, 10))
+    assert waste_record_stalls(cluster_name="gpu-east", now=NOW) == 0  # the last read was before the stall ended
+
+    usage_ingest(cluster_name="gpu-east", now=utc(2026, 11, 3, 11), pods=[pod])
+    assert waste_record_stalls(cluster_name="gpu-east", now=NOW) == 1
+    assert waste_record_stalls(cluster_name="gpu-east", now=NOW) == 0
+
+    rows = report_rows(user=finance_user, start=NOV, end=DEC, group_by=[], now=utc(2026, 11, 3, 11))
+    waste = [r for r in rows if r["category"] == "waste"]
+    assert [(Fraction(r["device_seconds"]), r["cost"]) for r in waste] == [(2 * 45 * 60, Decimal("3.00"))]
+    assert StallWaste.objects.get().stall == stall

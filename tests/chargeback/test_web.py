@@ -2,6 +2,8 @@
 demo data."""
 from __future__ import annotations
 
+from io import StringIO
+
 from datetime import timedelta
 from decimal import Decimal
 
@@ -146,49 +148,40 @@ def test_collect_usage_skips_gitops_clusters_without_an_api_server(inventory, ca
     assert set(UsageCollection.objects.values_list("cluster", "status")) == {("gpu-east", "skipped"), ("gpu-west", "skipped")}
 
 
-def test_collect_usage_records_a_failed_read_and_fails(inventory, monkeypatch):
-    from chargeback import collect
+def _on_fake(fake_kube, name="gpu-east"):
+    call_command("register_cluster", name, "--server", fake_kube.url, "--token", "test-token", stdout=StringIO())
 
-    Cluster.objects.filter(name="gpu-west").update(api_server="https://gpu-west.example:6443", applier="kubernetes")
 
-    def refuse(cluster):
-        raise ConnectionError("connection refused")
-
-    monkeypatch.setattr(collect, "pods_for_cluster", refuse)
+def test_collect_usage_records_a_failed_read_and_fails(inventory, fake_kube):
+    _on_fake(fake_kube, "gpu-west")
+    fake_kube.fail_next("GET", r"^/api/v1/pods$", 500, message="etcd unavailable")
     with pytest.raises(Exception, match="could not be read"):
         call_command("collect_usage", "--cluster", "gpu-west")
     collection = UsageCollection.objects.get()
-    assert (collection.status, collection.message) == ("failed", "ConnectionError: connection refused")
+    assert collection.status == "failed" and "etcd unavailable" in collection.message
 
 
-def test_the_task_ingests_what_the_cluster_returns(inventory, requests_a, monkeypatch):
-    from chargeback import collect
+def test_the_task_ingests_the_pods_it_lists_over_http(inventory, requests_a, fake_kube):
+    """Given a cluster on the fake API server holding one portal pod and one foreign pod, when the collection
+    task runs, then it lists the portal's pods by label over HTTP and ingests exactly that one."""
+    _on_fake(fake_kube)
+    pod = pod_for(requests_a["whole"], started_at=utc(2026, 11, 3, 8))
+    fake_kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": pod["metadata"]["namespace"]}})
+    fake_kube.put(pod)
+    foreign = {**pod, "metadata": {**pod["metadata"], "name": "not-ours", "uid": "x", "labels": {"app": "other"}}}
+    fake_kube.put(foreign)
 
-    Cluster.objects.filter(name="gpu-east").update(api_server="https://gpu-east.example:6443", applier="kubernetes")
-    pods = [pod_for(requests_a["whole"], started_at=utc(2026, 11, 3, 8))]
-    monkeypatch.setattr(collect, "pods_for_cluster", lambda cluster: pods)
     [east] = usage_collect("gpu-east")
+
     assert UsageCollection.objects.get(pk=east).intervals_inserted == 1
-    assert UsageInterval.objects.get().source == "collector"
+    interval = UsageInterval.objects.get()
+    assert interval.source == "collector" and interval.request_id == requests_a["whole"].pk
+    listed = [r for r in fake_kube.requests if r.method == "GET" and r.path == "/api/v1/pods"]
+    assert listed and listed[-1].params.get("labelSelector") == "app.kubernetes.io/managed-by=gpu-portal"
 
 
 def test_the_task_is_on_the_beat_schedule(settings):
     assert settings.CELERY_BEAT_SCHEDULE["chargeback-usage-collect"]["task"] == usage_collect.name == "chargeback.usage_collect"
-
-
-def test_api_client_is_built_from_the_cluster_and_its_credential(inventory):
-    from chargeback.collect import api_client_for
-    from provisioning.models import ClusterCredential
-
-    cluster = Cluster.objects.get(name="gpu-east")
-    cluster.api_server = "https://gpu-east.example:6443"
-    ClusterCredential.objects.create(cluster=cluster, token="t0ken", ca_cert="-----BEGIN CERTIFICATE-----\n")
-    cluster = Cluster.objects.select_related("credential").get(pk=cluster.pk)
-    cluster.api_server = "https://gpu-east.example:6443"
-    configuration = api_client_for(cluster).configuration
-    assert configuration.host == "https://gpu-east.example:6443" and configuration.verify_ssl
-    assert configuration.get_api_key_with_prefix("authorization") == "Bearer t0ken"
-    assert configuration.ca_cert_data.startswith("-----BEGIN CERTIFICATE-----")
 
 
 def test_demo_data_is_a_month_of_labelled_usage_through_ingestion_and_idempotent(settings):

@@ -22,7 +22,9 @@ UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
 
 
 def production_env(tmp_path: Path, **overrides) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_SETTINGS"))}
+    # Test-only switches (the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE) are not part of a production environment.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST", "DJANGO_SETTINGS")) and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env.update(
         DEBUG="false",
         SECRET_KEY=secrets.token_urlsafe(50),
