@@ -38,3 +38,55 @@ def provisioning_jobs() -> Iterable[Metric]:
 
 
 COLLECTORS = {"provisioning.jobs": provisioning_jobs}
+
+
+# --- live cluster operations: inventory and MIG plans (branch live) ---------------------------------------------
+
+
+def inventory() -> Iterable[Metric]:
+    """Per cluster: the last sync (time, ok), discrepancies, and free and used GPU equivalents by strategy."""
+    from .inventory import no_api_server_note
+    from .models import Cluster, MigPlan, MigPlanStep, Node
+    from .selectors import capacity_of
+
+    synced = GaugeMetricFamily(f"{PREFIX}inventory_last_sync_timestamp_seconds",
+                               "When the cluster's inventory was last discovered (0: never)", labels=["cluster"])
+    failing = GaugeMetricFamily(f"{PREFIX}inventory_sync_failing",
+                                "1 if the last inventory sync of a cluster with an API server failed",
+                                labels=["cluster"])
+    discrepancies = GaugeMetricFamily(f"{PREFIX}inventory_discrepancies",
+                                      "Declared-versus-discovered differences on the cluster and its pools",
+                                      labels=["cluster"])
+    gpus = GaugeMetricFamily(f"{PREFIX}inventory_gpu_equivalents", "GPU equivalents on present nodes",
+                             labels=["cluster", "strategy", "state"])
+    nodes_by_cluster: dict[int, list] = {}
+    for node in Node.objects.filter(present=True).select_related("gpu_model").only(
+            "cluster_id", "name", "gpu_model__key", "sharing_mode", "gpu_replicas", "gpu_resources", "gpu_used",
+            "mig_devices", "unschedulable", "mig_strategy"):
+        nodes_by_cluster.setdefault(node.cluster_id, []).append(node)
+    for cluster in Cluster.objects.prefetch_related("pools").order_by("name"):
+        synced.add_metric([cluster.name], cluster.last_synced_at.timestamp() if cluster.last_synced_at else 0)
+        failing.add_metric([cluster.name], int(bool(cluster.last_sync_error) and no_api_server_note(cluster) is None))
+        count = len(cluster.discrepancies or []) + sum(len(p.discrepancies or []) for p in cluster.pools.all())
+        discrepancies.add_metric([cluster.name], count)
+        for strategy, figures in capacity_of(nodes_by_cluster.get(cluster.pk, [])).items():
+            for state in ("total", "used", "free"):
+                gpus.add_metric([cluster.name, strategy, state], figures[f"equivalents_{state}"])
+    steps = GaugeMetricFamily(f"{PREFIX}mig_plan_steps", "Steps of approved and executing MIG plans by state",
+                              labels=["state"])
+    counts = dict(MigPlanStep.objects.filter(plan__status__in=["approved", "executing"]).order_by()
+                  .values_list("state").annotate(n=Count("id")))
+    for state in ("pending", "cordoned", "draining", "labelled", "reconfiguring", "uncordoned", "done", "failed",
+                  "stuck"):
+        steps.add_metric([state], counts.get(state, 0))
+    failed = GaugeMetricFamily(f"{PREFIX}mig_plans_failed", "MIG plans that ended failed (a node may be cordoned)")
+    failed.add_metric([], MigPlan.objects.filter(status="failed").count())
+    yield synced
+    yield failing
+    yield discrepancies
+    yield gpus
+    yield steps
+    yield failed
+
+
+COLLECTORS["provisioning.inventory"] = inventory
