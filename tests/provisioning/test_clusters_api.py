@@ -110,6 +110,8 @@ def test_only_the_platform_team_starts_a_sync(api, engineer, finance_user, inven
         response = api(user).post(url, {}, format="json")
         assert response.status_code == 403 and response.json()["code"] == "permission_denied"
     assert api(engineer).get(f"/api/v1/clusters/{inventory[0].pk}/").status_code == 200
+    assert api(engineer).post("/api/v1/clusters/999999/sync/", {}, format="json").status_code == 403
+    assert api(engineer).get("/api/v1/clusters/999999/").status_code == 404
     assert api().get(f"/api/v1/clusters/{inventory[0].pk}/").status_code == 401
 
 
