@@ -45,20 +45,18 @@ class Rule:
 
 
 # Objects rendered per request (provisioning/manifests): applied with server-side apply (PATCH; the API server
-# also authorizes `create` when the object does not exist yet) and removed on cancel with one DELETE per kind on
-# the namespace's collection, selected by the portal's labels (deletecollection).
+# also authorizes `create` when the object does not exist yet) and removed on cancel by listing them by the
+# portal's labels and deleting each with a uid precondition (so an object recreated meanwhile is never removed).
 APPLY = ("create", "patch")
-APPLY_AND_TEAR_DOWN = ("create", "patch", "deletecollection")
+APPLY_AND_TEAR_DOWN = ("create", "patch", "list", "delete")
 
 RULES: tuple[Rule, ...] = (
-    Rule("Inventory: list and watch nodes (labels, allocatable, unschedulable) and read one node.",
-         ("get", "list", "watch"), ("",), ("nodes",)),
+    Rule("Inventory: list nodes (labels, allocatable, unschedulable) and read one node.",
+         ("get", "list"), ("",), ("nodes",)),
     Rule("MIG planner sets the nvidia.com/mig.config label; cordon and uncordon patch spec.unschedulable.",
          ("patch",), ("",), ("nodes",)),
     Rule("Metering and gang progress: list and watch pods carrying the portal's labels, in every namespace.",
          ("list", "watch"), ("",), ("pods",)),
-    Rule("Request history: events about the objects the portal applied.",
-         ("list",), ("",), ("events",)),
     Rule("DRA inventory: the devices the NVIDIA DRA driver publishes as ResourceSlices.",
          ("list",), ("resource.k8s.io",), ("resourceslices",)),
     Rule("DRA inventory: which devices allocated ResourceClaims hold, to count used GPUs per node.",
@@ -81,15 +79,17 @@ RULES: tuple[Rule, ...] = (
          APPLY_AND_TEAR_DOWN, ("scheduling.volcano.sh",), ("podgroups",)),
     Rule("KAI Scheduler gangs.",
          APPLY_AND_TEAR_DOWN, ("scheduling.run.ai",), ("podgroups",)),
+    Rule("Volcano queue of each team (cluster-scoped, kept on cancel).",
+         APPLY, ("scheduling.volcano.sh",), ("queues",)),
     Rule("KAI Scheduler queue of each team (cluster-scoped, kept on cancel).",
          APPLY, ("scheduling.run.ai",), ("queues",)),
     Rule("Kueue LocalQueue of each team namespace (kept on cancel).",
          APPLY, ("kueue.x-k8s.io",), ("localqueues",)),
     Rule("Discovery: server version and which API groups and versions are served (CRDs installed: Volcano, "
-         "KAI, Kueue; scheduling.k8s.io version). The typed client asks for /version/, /api/, /apis/, the "
-         "dynamic client for /version, /api, /apis; RBAC matches these paths exactly. Also granted to every "
-         "authenticated user by the built-in system:discovery role; declared so the portal's role stands alone.",
-         ("get",), non_resource_urls=("/api", "/api/*", "/apis", "/apis/*", "/version", "/version/")),
+         "KAI, Kueue; scheduling.k8s.io version), as the dynamic client asks for them (RBAC matches these paths "
+         "exactly). Also granted to every authenticated user by the built-in system:discovery role; declared so "
+         "the portal's role stands alone.",
+         ("get",), non_resource_urls=("/api/*", "/apis", "/apis/*", "/version")),
 )
 
 
