@@ -90,7 +90,8 @@ def portal_registry() -> CollectorRegistry:
 def _authorised(request) -> bool:
     token = getattr(settings, "METRICS_TOKEN", "")
     if not token:
-        return True
+        # Metrics name teams and their GPU spend: open only on a development server, never in production.
+        return settings.DEBUG
     header = request.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
@@ -99,8 +100,12 @@ def _authorised(request) -> bool:
 @never_cache
 @require_GET
 def metrics_view(request):
-    """Prometheus exposition (text or OpenMetrics, by the Accept header). Open unless METRICS_TOKEN is set."""
+    """Prometheus exposition (text or OpenMetrics, by the Accept header). Needs `Authorization: Bearer
+    <METRICS_TOKEN>`; open without a token only while DEBUG is on (the quickstart)."""
     if not _authorised(request):
+        if not getattr(settings, "METRICS_TOKEN", ""):
+            return HttpResponse("Set METRICS_TOKEN to expose /metrics (it is closed in production without one).\n",
+                                status=403, content_type="text/plain")
         response = HttpResponse("A bearer token is required for /metrics.\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response

@@ -18,7 +18,16 @@ from tests.conftest import VALID_ANSWERS
 pytestmark = pytest.mark.django_db
 
 
+TOKEN = "metrics-test-token"
+
+
+@pytest.fixture(autouse=True)
+def metrics_token(settings):
+    settings.METRICS_TOKEN = TOKEN
+
+
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
+    headers.setdefault("HTTP_AUTHORIZATION", f"Bearer {TOKEN}")
     response = client.get("/metrics", **headers)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain")
@@ -129,8 +138,18 @@ def test_metrics_token_is_required_when_configured(client, settings):
     assert response.status_code == 200 and b"gpu_portal_requests" in response.content
 
 
+def test_without_a_token_metrics_are_closed_in_production_and_open_on_a_debug_server(client, settings):
+    settings.METRICS_TOKEN = ""
+    settings.DEBUG = False
+    response = client.get("/metrics")
+    assert response.status_code == 403 and b"METRICS_TOKEN" in response.content
+    settings.DEBUG = True
+    assert client.get("/metrics").status_code == 200
+
+
 def test_openmetrics_is_served_when_prometheus_asks_for_it(client):
-    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0",
+                          HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response["Content-Type"].startswith("application/openmetrics-text")
     assert response.content.rstrip().endswith(b"# EOF")
 

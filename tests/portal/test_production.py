@@ -33,6 +33,7 @@ def production_env(tmp_path: Path, **overrides) -> dict[str, str]:
         DATABASE_URL=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpu_portal"),
         REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
         LOG_FORMAT="json",
+        METRICS_TOKEN="prometheus-token",
         PYTHONPATH=str(ROOT),
     )
     env.update(overrides)
@@ -142,7 +143,8 @@ def test_healthy_server_is_live_and_ready_and_serves_static_files_with_whitenois
     # The kubelet and Prometheus call pods by IP over plain HTTP: probe endpoints answer any Host, unredirected,
     # while every other page keeps the Host check and the HTTPS redirect.
     for path in ("/healthz", "/readyz", "/metrics"):
-        direct = requests.get(server.url + path, headers={"Host": "10.1.2.3:8000"}, timeout=10, allow_redirects=False)
+        direct = requests.get(server.url + path, timeout=10, allow_redirects=False,
+                              headers={"Host": "10.1.2.3:8000", "Authorization": "Bearer prometheus-token"})
         assert direct.status_code == 200, (path, direct.status_code)
     assert requests.get(server.url + "/accounts/login/", headers={"Host": "10.1.2.3:8000"}, timeout=10,
                         allow_redirects=False).status_code == 400
