@@ -1,12 +1,14 @@
 """Writes for the catalogue, and the allocation of requests: applying and tearing down their objects."""
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -220,9 +222,41 @@ def _start(*, job_id: int, kind: str):
         return job, gpu_request
 
 
+# Namespace of the PostgreSQL advisory locks held while a job runs (the second key is the job id).
+JOB_LOCK_NAMESPACE = 0x6A6F62  # "job"
+
+
+@contextlib.contextmanager
+def _running_alone(job_id: int) -> Iterator[bool]:
+    """Whether this process may run the job now. A job can have more than one message in flight (the sweep
+    re-sends a job not started in time, the broker redelivers an unacknowledged one); a session advisory lock on
+    the job, held while it runs, makes sure two of them never run it at the same time. A killed worker's lock
+    goes with its connection, so a redelivered message can take over."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [JOB_LOCK_NAMESPACE, job_id])
+        acquired = cursor.fetchone()[0]
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [JOB_LOCK_NAMESPACE, job_id])
+            except DatabaseError:
+                pass  # the connection is gone, and the lock with it
+
+
 def allocation_apply(*, job_id: int) -> ApplyOutcome:
     """Render, validate and apply a request's objects. Raises the applier's transient errors for the task to
-    retry; permanent errors fail the job and the request with the reason."""
+    retry; permanent errors fail the job and the request with the reason. A job already running elsewhere is
+    skipped (its own message finishes it)."""
+    with _running_alone(job_id) as alone:
+        if not alone:
+            return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
+        return _apply(job_id=job_id)
+
+
+def _apply(*, job_id: int) -> ApplyOutcome:
     started = _start(job_id=job_id, kind=JobKind.APPLY)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
@@ -289,7 +323,14 @@ def allocation_fail(*, job_id: int, message: str) -> None:
 
 def allocation_teardown(*, job_id: int) -> ApplyOutcome:
     """Delete everything the portal created for a request (by its labels), idempotently, in reverse apply order
-    (workloads before the claims and gang objects they use)."""
+    (workloads before the claims and gang objects they use). Skipped while the job runs elsewhere."""
+    with _running_alone(job_id) as alone:
+        if not alone:
+            return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
+        return _teardown(job_id=job_id)
+
+
+def _teardown(*, job_id: int) -> ApplyOutcome:
     started = _start(job_id=job_id, kind=JobKind.TEARDOWN)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
