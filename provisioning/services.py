@@ -148,11 +148,14 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
 
 
 def dispatch_job(*, job_id: int, task) -> bool:
-    """Send the job's task to the broker. A broker outage is not the user's problem: the job stays queued and
-    the beat sweep (`allocation_sweep`) sends it later."""
+    """Send the job's task to the broker. A broker outage is not the user's problem: one connection attempt, and
+    if it fails the job stays queued and the beat sweep (`allocation_sweep`) sends it later."""
 
     try:
-        task.apply_async(args=[job_id], retry=False)
+        with task.app.producer_or_acquire() as producer:
+            # Without this, kombu retries connecting for seconds (2 s, then 4 s) while the user waits.
+            producer.connection.ensure_connection(max_retries=0)
+            task.apply_async(args=[job_id], retry=False, producer=producer)
     except Exception as exc:  # noqa: BLE001 - kombu raises many connection error types
         logger.warning("could not dispatch job %s, the sweep will retry: %s", job_id, exc)
         return False
