@@ -5,6 +5,7 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from . import services
 from .appliers.base import PermanentApplyError, TransientApplyError
@@ -34,6 +35,14 @@ def _run(task, service, job_id: int):
     except PermanentApplyError as exc:
         services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
         return "failed"
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away mid-task (a restart, a failover). The work is idempotent: run it again later,
+        # without recording anything now (there is nowhere to record it).
+        attempt = task.request.retries + 1
+        if attempt >= MAX_ATTEMPTS:
+            raise
+        logger.warning("job %s: database unavailable (attempt %s), retrying: %s", job_id, attempt, exc)
+        raise task.retry(countdown=_backoff(attempt, None), exc=exc)
 
 
 @shared_task(bind=True, name="provisioning.allocation_apply", max_retries=MAX_ATTEMPTS, acks_late=True,

@@ -3,6 +3,7 @@ the portal's processes for the session (starting them takes a while); each test 
 the previous test stopped or killed, and a failing test's report carries the tail of every log."""
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,7 +13,9 @@ import pytest
 
 from tests.kube.fakeapi import FakeKubeAPI
 
-from .harness import PortalStack, PrivatePostgres, PrivateRedis
+from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
+
+ARTIFACTS = REPO / "test-artifacts" / "faults"  # a failing test's whole logs are copied here (git-ignored)
 
 
 @pytest.fixture(scope="session")
@@ -62,5 +65,6 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         portal = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
         if portal is not None:
-            report.sections.append(("portal processes (log tails)", portal.logs()))
+            kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
+            report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
     return report

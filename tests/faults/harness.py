@@ -149,6 +149,15 @@ class Process:
         except OSError:
             return ""
 
+    def children(self) -> list[int]:
+        """Pids of the direct children (e.g. gunicorn's or Celery's pool workers), from /proc."""
+        if not self.alive:
+            return []
+        try:
+            return sorted(int(pid) for pid in Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split())
+        except OSError:
+            return []
+
 
 # --- Redis ------------------------------------------------------------------------------------------------------
 
@@ -545,6 +554,15 @@ class PortalStack:
         """Read the private database on a fresh connection (survives server restarts between calls)."""
         with psycopg.connect(self.database_url, autocommit=True, connect_timeout=5) as conn:
             return conn.execute(sql, params).fetchall()
+
+    def keep_logs(self, target: Path) -> Path:
+        """Copy every log (processes, PostgreSQL, Redis) to `target`, e.g. for CI artifacts."""
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(self.logdir, target)
+        for path in (self.postgres.log_path, self.redis.dir / "redis.log"):
+            if path.exists():
+                shutil.copy(path, target / path.name)
+        return target
 
     def logs(self) -> str:
         """The tail of every log, for a failing test's report."""
