@@ -322,6 +322,9 @@ def allocation_fail(*, job_id: int, message: str) -> None:
     job.save()
     if job.kind == JobKind.APPLY and RequestStatus.FAILED in REQUEST_TRANSITIONS[job.request.status]:
         request_transition(request_id=job.request_id, to_status=RequestStatus.FAILED, actor=None, comment=message)
+        # The failed apply may have created some of the request's objects (those before the one refused); a failed
+        # request cannot be cancelled, so take them down now or nobody ever will.
+        allocation_enqueue(gpu_request=job.request, kind=JobKind.TEARDOWN)
 
 
 def allocation_teardown(*, job_id: int) -> ApplyOutcome:
