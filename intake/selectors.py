@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 from portal.errors import NotFound
 from portal.selectors import team_visible_ids
 
-from .choices import PolicyStatus
+from .choices import REQUEST_TERMINAL, PolicyStatus
 from .decisions import PolicySpec, RuleSpec
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
@@ -53,9 +53,15 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     if filters:
+        from django.core.exceptions import ValidationError
+
         from .filtersets import RequestFilterSet
 
-        queryset = RequestFilterSet(filters, queryset=queryset).qs
+        filterset = RequestFilterSet(filters, queryset=queryset)
+        if not filterset.is_valid():
+            # An unknown status or class is the caller's mistake, not "no filter".
+            raise ValidationError({key: list(messages) for key, messages in filterset.errors.items()})
+        queryset = filterset.qs
     return queryset.order_by("-created_at", "-id")
 
 
@@ -100,3 +106,12 @@ def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
     if not is_platform(user):
         raise PermissionDenied("Only the platform team reviews policy changes.")
     return policy_version_diff(version=version, days=days)
+
+
+def request_catalog_list(*, user, filters=None) -> QuerySet[GpuRequest]:
+    """Requests exported to the Backstage catalog: the ones the user may see, live ones only (terminal requests
+    leave the catalog) unless `status` is given explicitly."""
+    queryset = request_list(user=user, filters=filters)
+    if not (filters and filters.get("status")):
+        queryset = queryset.exclude(status__in=sorted(REQUEST_TERMINAL))
+    return queryset.prefetch_related(None)

@@ -9,21 +9,27 @@ class PlatformAdminMixin:
     """Platform team: full access. Others: none."""
 
     finance_can_view = False
+    finance_can_edit = False  # finance may also add, change and delete (rate cards)
 
     def has_module_permission(self, request):
-        return is_platform(request.user) or (self.finance_can_view and is_finance(request.user))
+        return is_platform(request.user) or (
+            (self.finance_can_view or self.finance_can_edit) and is_finance(request.user)
+        )
 
     def has_view_permission(self, request, obj=None):
         return self.has_module_permission(request)
 
+    def _can_edit(self, request) -> bool:
+        return is_platform(request.user) or (self.finance_can_edit and is_finance(request.user))
+
     def has_add_permission(self, request, *args):
-        return is_platform(request.user)
+        return self._can_edit(request)
 
     def has_change_permission(self, request, obj=None):
-        return is_platform(request.user)
+        return self._can_edit(request)
 
     def has_delete_permission(self, request, obj=None):
-        return is_platform(request.user)
+        return self._can_edit(request)
 
 
 class ReadOnlyAdminMixin(PlatformAdminMixin):

@@ -1,4 +1,4 @@
-"""Sign-in with a brake: after too many failed attempts for one username from one address, further attempts
+"""The sign-in page (with SSO when configured, see portal.oidc), with a brake: after too many failed attempts for one username from one address, further attempts
 are refused for a while (counted in the shared cache, so every web worker agrees)."""
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import hashlib
 import logging
 
 from django.conf import settings
-from django.contrib.auth import views as auth_views
 from django.core.cache import cache
+
+from .oidc import LoginView
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def _failures(key: str) -> int:
         return 0
 
 
-class ThrottledLoginView(auth_views.LoginView):
+class ThrottledLoginView(LoginView):
     def post(self, request, *args, **kwargs):
         key = _key(request, request.POST.get("username", ""))
         if _failures(key) >= settings.PORTAL_LOGIN_MAX_FAILURES:

@@ -1,5 +1,5 @@
-"""Demo data for the quickstart: teams, people, a declared cluster inventory and a few requests, all made
-through the same services a real user goes through. Idempotent."""
+"""Demo data for the quickstart: teams, people, a declared cluster inventory, a few requests and last month's
+GPU usage (chargeback.demo), all made through the same services a real user goes through. Idempotent."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -123,6 +123,10 @@ def load_demo() -> dict:
         elif then == "reject":
             request_reject(user=platform, request_id=gpu_request.pk,
                            comment="Demo: batch inference fits the nightly MIG window; resubmit as multi-tenant.")
+    # Chargeback: last month's GPU usage of the demo teams, through the real ingestion path, and rate cards.
+    from chargeback.demo import load_demo_usage
+
+    load_demo_usage(users={name: user for name, (user, _) in users.items()})
     return {name: token for name, (_, token) in users.items()}
 
 

@@ -44,3 +44,23 @@ def readyz(request):
     body = {"status": "ready" if ready else "not ready",
             "checks": {name: ("ok" if error is None else error) for name, error in checks.items()}}
     return JsonResponse(body, status=200 if ready else 503)
+
+
+class ProbeEndpointsMiddleware:
+    """Answers /healthz, /readyz and /metrics before Django's Host check and HTTPS redirect.
+
+    Kubelet probes and Prometheus address pods by IP over plain HTTP: with DEBUG off they would get a 400
+    (the pod IP is not in ALLOWED_HOSTS) or a redirect to https. These three endpoints build no URL from the Host
+    header, so the check protects nothing there; every other path goes through the full middleware stack.
+    Placed right after the request id middleware, so probe responses still carry X-Request-ID.
+    """
+
+    def __init__(self, get_response):
+        from .metrics import metrics_view
+
+        self.get_response = get_response
+        self.views = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics_view}
+
+    def __call__(self, request):
+        view = self.views.get(request.path_info)
+        return view(request) if view is not None else self.get_response(request)

@@ -1,11 +1,16 @@
 """Reads for teams and visibility. Every team-scoped query in the portal goes through `team_visible_ids`."""
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.core.cache import cache
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from .models import Team
 from .choices import Role
 from .roles import is_platform, sees_all_teams, user_roles
+from .services import WORKER_HEARTBEAT_CACHE_KEY
 
 
 def team_list_visible(*, user) -> QuerySet[Team]:
@@ -41,3 +46,12 @@ def team_can_request_for(*, user, team: Team) -> bool:
     if is_platform(user):
         return True
     return Role.ENGINEER in user_roles(user) and team.id in (team_visible_ids(user=user) or set())
+
+
+def worker_heartbeat() -> dict | None:
+    """The last heartbeat a worker recorded (portal.tasks.ping), with its age in seconds; None if never."""
+    heartbeat = cache.get(WORKER_HEARTBEAT_CACHE_KEY)
+    if not heartbeat:
+        return None
+    age = (timezone.now() - datetime.fromisoformat(heartbeat["at"])).total_seconds()
+    return {**heartbeat, "age_seconds": round(age, 3)}

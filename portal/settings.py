@@ -137,6 +137,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -191,6 +192,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "provisioning.allocation_sweep",
         "schedule": float(os.environ.get("PORTAL_SWEEP_SECONDS", "60")),
     },
+    # Chargeback: one ingestion pass over every enabled cluster's portal pods.
+    "chargeback-usage-collect": {
+        "task": "chargeback.usage_collect",
+        "schedule": float(os.environ.get("CHARGEBACK_COLLECT_SECONDS", "300")),
+    },
 }
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
@@ -201,14 +207,33 @@ PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS"
 PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
+# Chargeback: how a MIG slice converts to GPU equivalents ("compute" slices or "memory" fraction), and the
+# longest report window the API accepts.
+CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
+CHARGEBACK_MAX_REPORT_DAYS = int(os.environ.get("CHARGEBACK_MAX_REPORT_DAYS", "400"))
 
+# Logs: plain text by default (development server), one JSON object per line with LOG_FORMAT=json. Both carry
+# the request id (portal.request_context) in web requests and in the Celery tasks they dispatch.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise RuntimeError("LOG_FORMAT must be plain or json")
+# One access-log line per request from our middleware (gunicorn's own access log is off in the image).
+LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_context": {"()": "portal.logs.RequestContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+# Celery workers log through the configuration above instead of replacing the root logger's handlers.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -221,3 +246,54 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     SECURE_REFERRER_POLICY = "same-origin"
     X_FRAME_OPTIONS = "DENY"
+
+# --- Operations: request ids, metrics, worker heartbeat ------------------------------------------------------
+# The request id middleware goes first, so every response (redirects and errors too) carries X-Request-ID.
+MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
+# Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
+MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
+# /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
+CELERY_BEAT_SCHEDULE["portal.ping"] = {"task": "portal.ping", "schedule": 60.0}
+# A database that does not answer fails /readyz within the probe's timeout instead of hanging it.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", int(os.environ.get("DB_CONNECT_TIMEOUT", "5")))
+# --- end of operations settings ------------------------------------------------------------------------------
+
+# --- Identity: OpenID Connect single sign-on (portal.oidc) ------------------------------------------------------
+# Enabled when a client id and a provider (discovery URL, or the explicit endpoints) are set. Local accounts keep
+# working beside it (bootstrap, break-glass).
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_DISCOVERY_URL = os.environ.get("OIDC_OP_DISCOVERY_URL", "")
+# Explicit endpoints win over discovery; leave empty to discover them.
+OIDC_OP_ISSUER = os.environ.get("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = os.environ.get("OIDC_RP_SCOPES", "openid email profile")
+OIDC_USE_PKCE = env_bool("OIDC_USE_PKCE", True)
+OIDC_TOKEN_USE_BASIC_AUTH = env_bool("OIDC_TOKEN_USE_BASIC_AUTH", False)
+OIDC_TIMEOUT = int(os.environ.get("OIDC_TIMEOUT", "10"))
+OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+# role=group pairs; the highest role any of the user's groups grants wins (platform > finance > engineer).
+OIDC_ROLE_GROUPS = os.environ.get("OIDC_ROLE_GROUPS", "platform=gpu-platform,finance=gpu-finance,engineer=gpu-users")
+# Groups named <prefix><team slug> make the user a member of that (existing) team.
+OIDC_TEAM_GROUP_PREFIX = os.environ.get("OIDC_TEAM_GROUP_PREFIX", "gpu-team-")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTHORIZATION_ENDPOINT))
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "portal.oidc.PortalOIDCBackend"]
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+# --- end of identity settings ------------------------------------------------------------------------------------
+
+# --- Backstage integration (intake.backstage) --------------------------------------------------------------------
+# The portal's public URL for links in catalog entities and the software template (empty: the request's host).
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "")
+# Catalog namespace of the exported Resource entities, and of the Group entities that own them (one per team).
+BACKSTAGE_NAMESPACE = os.environ.get("BACKSTAGE_NAMESPACE", "default")
+BACKSTAGE_GROUP_NAMESPACE = os.environ.get("BACKSTAGE_GROUP_NAMESPACE", "default")
+# Optional System entity the exported resources belong to.
+BACKSTAGE_SYSTEM = os.environ.get("BACKSTAGE_SYSTEM", "")
+# --- end of Backstage settings -----------------------------------------------------------------------------------

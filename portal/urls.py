@@ -3,26 +3,31 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import health
-from .auth import ThrottledLoginView
+from . import health, metrics, oidc
 from .api.exceptions import api_not_found
 from .api.views import MeView
+from .auth import ThrottledLoginView
 
 api_v1 = [
     path("me/", MeView.as_view(), name="me"),
     path("", include("intake.api.urls")),
     path("", include("provisioning.api.urls")),
+    path("", include("portal.api.urls")),
+    path("", include("chargeback.api.urls")),
 ]
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("oidc/", include(oidc.urlpatterns)),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("", include("chargeback.urls")),
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from . import views
+from . import backstage, views
 
 router = SimpleRouter()
 router.register("requests", views.RequestViewSet, basename="request")
@@ -11,5 +11,6 @@ urlpatterns = [
     path("intake/questionnaire/", views.QuestionnaireView.as_view(), name="questionnaire"),
     path("intake/preview/", views.PreviewView.as_view(), name="preview"),
     path("policy/", views.PolicyView.as_view(), name="policy"),
+    path("backstage/entities/", backstage.BackstageEntitiesView.as_view(), name="backstage-entities"),
     *router.urls,
 ]

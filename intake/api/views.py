@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.renderers import MultiDocumentYAMLRenderer
+from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
 
 from .. import selectors, services
@@ -26,6 +26,13 @@ from .serializers import (
     PreviewSerializer,
     RequestCreateInputSerializer,
     RequestSerializer,
+)
+
+
+# The request's Kubernetes objects: a JSON array of objects (their shapes are Kubernetes', not ours).
+KUBERNETES_OBJECTS = OpenApiResponse(
+    response={"type": "array", "items": {"type": "object", "additionalProperties": True}},
+    description="the Kubernetes objects, in the order they are applied",
 )
 
 
@@ -83,7 +90,8 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         return Response(RequestSerializer(fresh).data)
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={(200, "application/json"): KUBERNETES_OBJECTS,
+                   (200, "application/yaml"): YAML_STREAM_RESPONSE},
         parameters=[OpenApiParameter("format", str, enum=["json", "yaml"], description="yaml: multi-document")],
         summary="The Kubernetes objects of this request, in the order they are applied",
     )

@@ -1,8 +1,46 @@
-from drf_spectacular.utils import extend_schema
+"""Operations endpoints of the portal itself (the platform team's)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .. import selectors, services
+from ..errors import NotFound, PermissionDenied
+from ..roles import is_platform
 from .serializers import MeSerializer
+
+HeartbeatSerializer = inline_serializer(
+    "WorkerHeartbeat",
+    {
+        "worker": serializers.CharField(help_text="Celery hostname of the worker that ran the ping"),
+        "at": serializers.DateTimeField(),
+        "age_seconds": serializers.FloatField(),
+        "task_id": serializers.CharField(),
+        "request_id": serializers.CharField(help_text="request id of the HTTP request (or beat run) that sent it"),
+    },
+)
+PingSentSerializer = inline_serializer(
+    "WorkerPingSent", {"task": serializers.CharField(), "request_id": serializers.CharField()}
+)
+
+
+class WorkerPingView(APIView):
+    @extend_schema(responses={200: HeartbeatSerializer}, summary="The last heartbeat a Celery worker recorded")
+    def get(self, request):
+        if not is_platform(request.user):
+            raise PermissionDenied("Only the platform team reads worker heartbeats.")
+        heartbeat = selectors.worker_heartbeat()
+        if heartbeat is None:
+            raise NotFound("No worker has recorded a heartbeat yet: is a worker (and beat) running?")
+        return Response(heartbeat)
+
+    @extend_schema(request=None, responses={202: PingSentSerializer},
+                   summary="Send a ping task; its heartbeat and logs carry this request's id")
+    def post(self, request):
+        services.worker_ping_dispatch(user=request.user)
+        return Response({"task": "portal.ping", "request_id": request.request_id}, status=status.HTTP_202_ACCEPTED)
 
 
 class MeView(APIView):

@@ -60,3 +60,17 @@ def test_me_tells_the_caller_who_they_are(api, engineer, platform_user):
     assert api(engineer).get("/api/v1/me/").json() == {"username": "eve", "role": "engineer", "teams": ["team-a"]}
     assert api(platform_user).get("/api/v1/me/").json()["role"] == "platform"
     assert api().get("/api/v1/me/").status_code == 401
+
+
+@pytest.mark.parametrize("query", [
+    "open=null", "open=maybe", "started_before=", "format=",
+])
+def test_malformed_filters_and_format_are_400s(api, platform_user, query):
+    response = api(platform_user).get(f"/api/v1/chargeback/intervals/?{query}")
+    assert response.status_code == 400 and query.split("=")[0] in response.json()
+
+
+@pytest.mark.parametrize("value", ["0496-08-18T14:57:19-20:55", "0001-01-01T00:00:00%2B10:00"])
+def test_times_with_extreme_offsets_are_handled(api, platform_user, value):
+    response = api(platform_user).get(f"/api/v1/chargeback/intervals/?active_after={value}")
+    assert response.status_code in (200, 400)

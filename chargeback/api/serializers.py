@@ -1,0 +1,140 @@
+"""HTTP shapes of the chargeback API."""
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from provisioning.choices import Strategy
+
+from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES
+from ..periods import period_error
+from ..models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+
+DEFAULT_GROUP_BY = "team,strategy,gpu_model"
+
+
+class ReportQueryInputSerializer(serializers.Serializer):
+    start = serializers.DateField(input_formats=["%Y-%m-%d"], help_text="first day, YYYY-MM-DD (00:00 UTC, included)")
+    end = serializers.DateField(input_formats=["%Y-%m-%d"], help_text="day after the last, YYYY-MM-DD (excluded)")
+    group_by = serializers.CharField(
+        required=False, allow_blank=True, default=DEFAULT_GROUP_BY,
+        help_text=f"comma-separated subset of: {', '.join(GROUP_BY_CHOICES)}; blank = totals",
+    )
+    team = serializers.CharField(required=False, help_text="only this team (slug)")
+    cost_center = serializers.CharField(required=False)
+    cluster = serializers.CharField(required=False)
+    strategy = serializers.ChoiceField(choices=Strategy.values, required=False)
+    gpu_model = serializers.CharField(required=False)
+    request = serializers.IntegerField(required=False, min_value=1)
+    format = serializers.ChoiceField(choices=["json", "csv"], required=False, default="json")
+
+    def validate_group_by(self, value: str) -> list[str]:
+        names = [name.strip() for name in value.split(",") if name.strip()]
+        unknown = [name for name in names if name not in GROUP_BY_CHOICES]
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown grouping {', '.join(unknown)}; choose from {', '.join(GROUP_BY_CHOICES)}."
+            )
+        return names
+
+    def validate(self, data):
+        error = period_error(data["start"], data["end"], max_days=settings.CHARGEBACK_MAX_REPORT_DAYS)
+        if error:
+            raise serializers.ValidationError({"end": [error]})
+        return data
+
+    def filters(self) -> dict:
+        return {k: self.validated_data[k] for k in ("team", "cost_center", "cluster", "strategy", "gpu_model", "request")
+                if k in self.validated_data}
+
+
+class ReportRowSerializer(serializers.Serializer):
+    """One report line. Group columns appear only when grouped by them."""
+
+    # Output only; a missing group column is left out (required=False), a None value is written as null.
+    team = serializers.CharField(required=False)
+    cost_center = serializers.CharField(required=False)
+    cluster = serializers.CharField(required=False)
+    strategy = serializers.CharField(required=False)
+    gpu_model = serializers.CharField(required=False)
+    mig_profile = serializers.CharField(required=False)
+    request = serializers.IntegerField(required=False)
+    request_name = serializers.CharField(required=False)
+    month = serializers.CharField(required=False, help_text="YYYY-MM")
+    day = serializers.CharField(required=False, help_text="YYYY-MM-DD")
+    category = serializers.CharField(help_text=f"one of: {', '.join(REPORT_CATEGORIES)}")
+    device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    cost = serializers.DecimalField(max_digits=30, decimal_places=2, allow_null=True,
+                                    help_text="null when no rate card priced this time")
+    currency = serializers.CharField(help_text="empty when unpriced")
+
+
+class ReportSerializer(serializers.Serializer):
+    start = serializers.DateField()
+    end = serializers.DateField()
+    group_by = serializers.ListField(child=serializers.CharField())
+    generated_at = serializers.DateTimeField()
+    rows = ReportRowSerializer(many=True)
+
+
+# The same choice set as the intake API's decisions, so the schema has one StrategyEnum.
+STRATEGY = serializers.ChoiceField(choices=Strategy.values, read_only=True)
+
+
+class RateCardSerializer(serializers.ModelSerializer):
+    strategy = STRATEGY
+    class Meta:
+        model = RateCard
+        fields = ["id", "gpu_model", "strategy", "price_per_equivalent_hour", "currency", "valid_from", "note"]
+        read_only_fields = fields
+
+
+class UsageIntervalSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    strategy = STRATEGY
+    gpu_equivalents = serializers.SerializerMethodField(help_text="exact fraction, e.g. 1/7")
+    flags = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = UsageInterval
+        fields = ["id", "pod_uid", "namespace", "pod_name", "request", "team", "cost_center", "cluster", "strategy",
+                  "gpu_model", "mig_profile", "devices", "gpu_equivalents", "annotated_equivalents", "flags",
+                  "started_at", "ended_at", "end_source", "category", "is_demo", "source", "first_seen_at"]
+        read_only_fields = fields
+
+    def get_gpu_equivalents(self, obj) -> str:
+        return str(obj.equivalents)
+
+
+class ClosedPeriodSerializer(serializers.ModelSerializer):
+    month = serializers.DateField(format="%Y-%m")
+    closed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ClosedPeriod
+        fields = ["month", "closed_by", "closed_at", "totals"]
+        read_only_fields = fields
+
+
+class ClosePeriodInputSerializer(serializers.Serializer):
+    month = serializers.DateField(input_formats=["%Y-%m", "%Y-%m-%d"], help_text="YYYY-MM")
+
+
+class AdjustmentSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    strategy = STRATEGY
+
+    class Meta:
+        model = Adjustment
+        fields = ["id", "pod_uid", "request", "team", "strategy", "gpu_model", "category", "started_at", "ended_at",
+                  "sign", "closed_month", "booked_at", "reason"]
+        read_only_fields = fields
+
+
+class UsageCollectionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = UsageCollection
+        fields = ["id", "cluster", "listed_at", "complete", "status", "message", "source", "pods_seen",
+                  "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged"]
+        read_only_fields = fields

@@ -1,0 +1,16 @@
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+router.register("chargeback/rate-cards", views.RateCardViewSet, basename="rate-card")
+router.register("chargeback/intervals", views.UsageIntervalViewSet, basename="usage-interval")
+router.register("chargeback/adjustments", views.AdjustmentViewSet, basename="adjustment")
+router.register("chargeback/closed-periods", views.ClosedPeriodViewSet, basename="closed-period")
+router.register("chargeback/collections", views.UsageCollectionViewSet, basename="usage-collection")
+
+urlpatterns = [
+    path("chargeback/report/", views.ReportView.as_view(), name="chargeback-report"),
+    *router.urls,
+]

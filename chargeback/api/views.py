@@ -1,0 +1,133 @@
+"""Thin API views: validate the query, call one selector or service, serialize (or stream the CSV)."""
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.roles import sees_all_teams
+
+from .. import selectors, services
+from ..exporters import csv_filename, csv_lines
+from ..filtersets import RateCardFilterSet, UsageIntervalFilterSet
+from .serializers import (
+    AdjustmentSerializer,
+    ClosedPeriodSerializer,
+    ClosePeriodInputSerializer,
+    RateCardSerializer,
+    ReportQueryInputSerializer,
+    ReportSerializer,
+    UsageCollectionSerializer,
+    UsageIntervalSerializer,
+)
+
+
+class CSVRenderer(BaseRenderer):
+    """Lets `?format=csv` through content negotiation; the view streams the body itself."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, (bytes, str)) else b""
+
+
+def report_csv_response(*, user, params: ReportQueryInputSerializer, now=None) -> StreamingHttpResponse:
+    data = params.validated_data
+    query = selectors.report_query(user=user, start=data["start"], end=data["end"], group_by=data["group_by"],
+                                   now=now, filters=params.filters())
+    lines = csv_lines(selectors.report_iter(query), columns=query.columns, shown=query.csv_columns,
+                      start=data["start"], end=data["end"])
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{csv_filename(start=data["start"], end=data["end"])}"'
+    return response
+
+
+class ReportView(APIView):
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, CSVRenderer]
+
+    @extend_schema(
+        parameters=[ReportQueryInputSerializer],
+        responses={200: ReportSerializer, (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV")},
+        summary="GPU-hours and cost for a period, grouped; format=csv streams the same rows as CSV",
+    )
+    def get(self, request):
+        params = ReportQueryInputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        if data["format"] == "csv":
+            return report_csv_response(user=request.user, params=params)
+        now = timezone.now()
+        rows = selectors.report_rows(user=request.user, start=data["start"], end=data["end"],
+                                     group_by=data["group_by"], now=now, filters=params.filters())
+        body = {"start": data["start"], "end": data["end"], "group_by": selectors.ordered_group_by(data["group_by"]),
+                "generated_at": now, "rows": rows}
+        return Response(ReportSerializer(body).data)
+
+
+class RateCardViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Rate cards, effective-dated (edited by the platform team and finance in the admin)."""
+
+    serializer_class = RateCardSerializer
+    filterset_class = RateCardFilterSet
+
+    def get_queryset(self):
+        return selectors.rate_card_list()
+
+
+class UsageIntervalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The metered intervals behind the report, one per pod (or segment); engineers see their teams'."""
+
+    serializer_class = UsageIntervalSerializer
+    filterset_class = UsageIntervalFilterSet
+
+    def get_queryset(self):
+        return selectors.interval_list(user=self.request.user)
+
+
+class AdjustmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = AdjustmentSerializer
+
+    def get_queryset(self):
+        return selectors.adjustment_list(user=self.request.user)
+
+
+class ClosedPeriodViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    serializer_class = ClosedPeriodSerializer
+    lookup_field = "month"
+
+    def get_queryset(self):
+        return selectors.closed_period_list()
+
+    @extend_schema(request=ClosePeriodInputSerializer, responses={201: ClosedPeriodSerializer},
+                   summary="Close a month (finance, platform): its lines are frozen from now on")
+    def create(self, request):
+        data = ClosePeriodInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        period = services.period_close(month=data.validated_data["month"], user=request.user)
+        return Response(ClosedPeriodSerializer(period).data, status=status.HTTP_201_CREATED)
+
+
+class SeesAllTeams(BasePermission):
+    message = "Only finance and the platform team see this."
+
+    def has_permission(self, request, view):
+        return sees_all_teams(request.user)
+
+
+class UsageCollectionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Ingestion passes and what they changed (finance and platform)."""
+
+    serializer_class = UsageCollectionSerializer
+    permission_classes = [IsAuthenticated, SeesAllTeams]
+
+    def get_queryset(self):
+        return selectors.collection_list()
+

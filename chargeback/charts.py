@@ -1,0 +1,94 @@
+"""Server-side charts as data for inline SVG (no JavaScript library, nothing fetched at run time)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Iterable
+
+STRATEGY_COLOURS = {"whole_gpu": "#0b6bcb", "mig": "#1a7f37", "time_slicing": "#c27c0e"}
+OTHER_COLOUR = "#8a94a3"
+
+
+@dataclass(frozen=True)
+class Segment:
+    stack: str
+    value: Decimal
+    x: float
+    width: float
+    colour: str
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    total: Decimal
+    y: float
+    segments: tuple[Segment, ...]
+
+
+@dataclass(frozen=True)
+class StackedBarChart:
+    bars: tuple[Bar, ...]
+    legend: tuple[tuple[str, str], ...]  # (stack, colour)
+    ticks: tuple[tuple[float, str], ...]  # (x, label)
+    width: int
+    height: int
+    plot_left: int
+    plot_width: int
+    bar_height: int
+    unit: str
+
+
+def _nice_step(maximum: Decimal) -> Decimal:
+    """A round tick step (1, 2 or 5 x 10^n) giving about five ticks up to `maximum`."""
+    if maximum <= 0:
+        return Decimal(1)
+    raw = maximum / 5
+    magnitude = Decimal(10) ** raw.adjusted()
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * magnitude:
+            return factor * magnitude
+    return 10 * magnitude
+
+
+def stacked_bars(
+    values: Iterable[tuple[str, str, Decimal]],
+    *,
+    unit: str = "GPU-equivalent hours",
+    width: int = 760,
+    plot_left: int = 140,
+    bar_height: int = 26,
+    gap: int = 10,
+) -> StackedBarChart:
+    """Horizontal bars, one per label (e.g. team), stacked by `stack` (e.g. strategy), from
+    (label, stack, value) triples; negative values (adjustments) are left out of the picture."""
+    totals: dict[str, dict[str, Decimal]] = {}
+    for label, stack, value in values:
+        if value and value > 0:
+            bucket = totals.setdefault(label or "(none)", {})
+            bucket[stack] = bucket.get(stack, Decimal(0)) + value
+    stacks = sorted({s for bucket in totals.values() for s in bucket},
+                    key=lambda s: (list(STRATEGY_COLOURS).index(s) if s in STRATEGY_COLOURS else 99, s))
+    maximum = max((sum(bucket.values()) for bucket in totals.values()), default=Decimal(0))
+    step = _nice_step(maximum)
+    axis_max = step * max(1, -(-maximum // step)) if maximum else step
+    plot_width = width - plot_left - 20
+    scale = plot_width / float(axis_max)
+    bars = []
+    for index, label in enumerate(sorted(totals)):
+        x, segments = float(plot_left), []
+        for stack in stacks:
+            value = totals[label].get(stack)
+            if value:
+                w = float(value) * scale
+                segments.append(Segment(stack, value, round(x, 2), round(w, 2), STRATEGY_COLOURS.get(stack, OTHER_COLOUR)))
+                x += w
+        bars.append(Bar(label, sum(totals[label].values()), 10 + index * (bar_height + gap), tuple(segments)))
+    ticks = []
+    tick = Decimal(0)
+    while tick <= axis_max:
+        ticks.append((round(plot_left + float(tick) * scale, 2), f"{tick.normalize():f}"))
+        tick += step
+    height = 10 + len(bars) * (bar_height + gap) + 30
+    legend = tuple((s, STRATEGY_COLOURS.get(s, OTHER_COLOUR)) for s in stacks)
+    return StackedBarChart(tuple(bars), legend, tuple(ticks), width, height, plot_left, plot_width, bar_height, unit)

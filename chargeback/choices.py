@@ -1,0 +1,55 @@
+from django.db import models
+
+from provisioning.choices import Strategy  # noqa: F401  (the same words as decisions, labels and rate cards)
+
+
+class Category(models.TextChoices):
+    """What a stretch of GPU time was."""
+
+    USAGE = "usage", "Usage"
+    WASTE = "waste", "Waste (stalled gang)"
+
+
+# The report's categories for adjustment lines (late data for a closed month, booked in the next open month);
+# never stored on an interval.
+ADJUSTMENT = "adjustment"
+WASTE_ADJUSTMENT = "waste_adjustment"
+REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT)
+
+
+class EndSource(models.TextChoices):
+    """Where an interval's end came from; blank while the pod still holds its GPUs."""
+
+    OPEN = "", "Open (still running)"
+    CONTAINER = "container", "Latest container finishedAt"
+    POD_CONDITION = "pod_condition", "Pod condition (no container finish recorded)"
+    VANISHED = "vanished", "Pod disappeared: last collection that saw it"
+    SPLIT = "split", "Split where a waste window starts"
+
+
+class CollectionStatus(models.TextChoices):
+    OK = "ok", "Ingested"
+    SKIPPED = "skipped", "Skipped"
+    FAILED = "failed", "Failed"
+
+
+class EquivalentsPolicy(models.TextChoices):
+    """How a MIG slice converts to GPU equivalents (settings.CHARGEBACK_MIG_EQUIVALENTS)."""
+
+    COMPUTE = "compute", "Compute slices / the GPU's slices"
+    MEMORY = "memory", "Memory of the slice / the GPU's memory"
+
+
+class Flag(models.TextChoices):
+    """Why an interval deserves a second look. Ingestion records them; it never drops the usage."""
+
+    EQUIVALENTS_MISMATCH = "equivalents_mismatch", "The gpu-equivalents annotation disagrees with the catalogue"
+    EQUIVALENTS_UNVERIFIED = "equivalents_unverified", "No catalogue value to check against: annotation used"
+    UNKNOWN_REQUEST = "unknown_request", "The request-id label names no request"
+    TEAM_MISMATCH = "team_mismatch", "The team label disagrees with the request's team"
+    CLUSTER_MISMATCH = "cluster_mismatch", "The cluster label disagrees with the cluster it was read from"
+    FROM_REQUEST = "from_request", "A missing annotation was taken from the request's decision"
+
+
+# Report dimensions, in the order they appear as CSV columns.
+GROUP_BY_CHOICES = ("team", "cost_center", "cluster", "strategy", "gpu_model", "mig_profile", "request", "month", "day")

@@ -1,0 +1,58 @@
+"""CSV formatting of report rows (Saleor-style: a header row, then rows written in batches). No queries here:
+the caller hands over the rows (a server-side cursor's iterator), so memory stays flat.
+
+Excel-friendly: comma-separated, CRLF line ends, a header row, ISO dates (YYYY-MM-DD, months YYYY-MM),
+decimals with "." and no thousands separators or exponents, empty cells for "none" (an unpriced cost).
+"""
+from __future__ import annotations
+
+import csv
+from datetime import date
+from decimal import Decimal
+from typing import Iterable, Iterator, Sequence
+
+BATCH_ROWS = 500
+
+
+def csv_filename(*, start: date, end: date) -> str:
+    return f"gpu-chargeback_{start:%Y-%m-%d}_{end:%Y-%m-%d}.csv"
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+class _Line:
+    """A file-like object whose write() hands the formatted line back (csv.writer needs a file)."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(
+    rows: Iterable[Sequence],
+    *,
+    columns: Sequence[str],
+    shown: Sequence[str],
+    start: date,
+    end: date,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[str]:
+    """The CSV text in chunks of `batch_rows` lines: a header row (period_start, period_end, then `shown`),
+    then one line per row. `rows` are tuples in `columns` order; only the `shown` columns are written."""
+    writer = csv.writer(_Line(), lineterminator="\r\n")
+    positions = [columns.index(name) for name in shown]
+    period = [start.isoformat(), end.isoformat()]
+    yield writer.writerow(["period_start", "period_end", *shown])
+    batch: list[str] = []
+    for row in rows:
+        batch.append(writer.writerow(period + [_cell(row[i]) for i in positions]))
+        if len(batch) >= batch_rows:
+            yield "".join(batch)
+            batch = []
+    if batch:
+        yield "".join(batch)

@@ -1,0 +1,37 @@
+"""Calendar helpers for half-open UTC periods [start, end) measured in whole days and months."""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def add_months(day: date, months: int) -> date:
+    """The first day of the month `months` after the month of `day`."""
+    index = day.year * 12 + (day.month - 1) + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def months_between(start: date, end: date) -> list[date]:
+    """First days of the months that [start, end) touches."""
+    months, current = [], month_start(start)
+    while current < end:
+        months.append(current)
+        current = add_months(current, 1)
+    return months
+
+
+def day_start(day: date) -> datetime:
+    """00:00 UTC of a calendar day: the instant a period given as YYYY-MM-DD starts or ends."""
+    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+
+
+def period_error(start: date, end: date, *, max_days: int) -> str | None:
+    """Why [start, end) is not an acceptable report period (the message names what to change), or None."""
+    if end <= start:
+        return "Must be after start (the period is [start, end))."
+    if (end - start).days > max_days:
+        return f"The period may span at most {max_days} days."
+    return None

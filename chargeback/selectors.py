@@ -1,0 +1,287 @@
+"""Reads for chargeback: the report (one SQL statement), rate cards, intervals, closed months, collections.
+
+The report, for a half-open UTC window [start, end):
+
+1. spans: every interval overlapping the window, clipped to it, an open one closed at `now` (not stored);
+   plus, for closed months, each adjustment's stretch with the opposite sign (so the closed month shows exactly
+   what it showed when it closed) and, when its booking date is in the window, the adjustment line itself
+   (category `adjustment`, or `waste_adjustment` for waste);
+2. buckets (only when grouping by day or month): spans cut at UTC day or month boundaries;
+3. pieces: buckets cut where a rate card of the same GPU model and strategy starts (a card is in force from its
+   `valid_from` until the next card's); time before any card, or of a model with no card, is unpriced
+   (currency "", cost empty);
+   lines that net to no time at all (a reclassification inside a closed month) are left out;
+4. sums: device-seconds, GPU-equivalent-seconds (the exact fraction num/den, divided once per group and
+   denominator at 24 decimal places) and cost, then hours rounded to 6 places and cost to 2.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Iterator, Sequence
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from portal.selectors import team_visible_ids
+
+from .choices import GROUP_BY_CHOICES
+from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from .periods import day_start
+
+# group_by name -> (column in the spans, output columns)
+_DIMENSIONS = {
+    "team": ("team_id", ("team",)),
+    "cost_center": ("cost_center", ("cost_center",)),
+    "cluster": ("cluster", ("cluster",)),
+    "strategy": ("strategy", ("strategy",)),
+    "gpu_model": ("gpu_model", ("gpu_model",)),
+    "mig_profile": ("mig_profile", ("mig_profile",)),
+    "request": ("request_id", ("request", "request_name")),
+    "month": (None, ("month",)),
+    "day": (None, ("day",)),
+}
+MEASURES = ("device_hours", "gpu_equivalent_hours", "cost", "currency")
+EXACT_MEASURES = ("device_seconds", "gpu_equivalent_seconds")
+# Filters the report accepts: name -> condition on a span source (interval or adjustment table).
+_FILTERS = {
+    "team": "team_id IN (SELECT id FROM portal_team WHERE slug = %(f_team)s)",
+    "cost_center": "cost_center = %(f_cost_center)s",
+    "cluster": "cluster = %(f_cluster)s",
+    "strategy": "strategy = %(f_strategy)s",
+    "gpu_model": "gpu_model = %(f_gpu_model)s",
+    "request": "request_id = %(f_request)s",
+}
+REPORT_FILTERS = tuple(_FILTERS)
+
+
+@dataclass(frozen=True)
+class ReportQuery:
+    sql: str
+    params: dict
+    columns: tuple[str, ...]  # every output column, in order
+    group_by: tuple[str, ...]
+
+    @property
+    def csv_columns(self) -> tuple[str, ...]:
+        """What the API and the CSV show: the group columns, the category, the rounded measures."""
+        return tuple(c for c in self.columns if c not in EXACT_MEASURES)
+
+
+def ordered_group_by(group_by: Sequence[str]) -> tuple[str, ...]:
+    wanted = set(group_by)
+    return tuple(name for name in GROUP_BY_CHOICES if name in wanted)
+
+
+def report_query(
+    *,
+    user,
+    start: date,
+    end: date,
+    group_by: Sequence[str],
+    now: datetime | None = None,
+    filters: dict | None = None,
+) -> ReportQuery:
+    """The report as one SQL statement and its parameters (see the module docstring)."""
+    group_by = ordered_group_by(group_by)
+    params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
+    conditions = []
+    team_ids = team_visible_ids(user=user) if user is not None else None
+    if team_ids is not None:
+        conditions.append("team_id = ANY(%(team_ids)s::bigint[])")
+        params["team_ids"] = sorted(team_ids)
+    for name, value in (filters or {}).items():
+        if value in (None, ""):
+            continue
+        conditions.append(_FILTERS[name])
+        params[f"f_{name}"] = value
+    where = "".join(f" AND {c}" for c in conditions)
+    span_columns = "team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, devices, " \
+                   "equivalents_num AS num, equivalents_den AS den"
+
+    unit = "day" if "day" in group_by else "month" if "month" in group_by else None
+    if unit:
+        buckets = f"""
+    buckets AS (
+        SELECT sp.*, b.bucket,
+            CASE WHEN sp.booked_at IS NULL THEN GREATEST(sp.s, b.bucket) ELSE sp.s END AS bs,
+            CASE WHEN sp.booked_at IS NULL THEN LEAST(sp.e, b.bucket + interval '1 {unit}') ELSE sp.e END AS be
+        FROM spans sp
+        CROSS JOIN LATERAL generate_series(
+            date_trunc('{unit}', COALESCE(sp.booked_at, sp.s), 'UTC'),
+            COALESCE(sp.booked_at, sp.e - interval '1 microsecond'),
+            interval '1 {unit}') AS b(bucket)
+        WHERE sp.e > sp.s
+    ),"""
+    else:
+        buckets = """
+    buckets AS (SELECT sp.*, NULL::timestamptz AS bucket, sp.s AS bs, sp.e AS be FROM spans sp WHERE sp.e > sp.s),"""
+
+    inner_keys, outer_select, joins, order = [], [], [], []
+    for name in group_by:
+        column, _outputs = _DIMENSIONS[name]
+        if name == "month":
+            inner_keys.append("date_trunc('month', bucket, 'UTC') AS month")
+            outer_select.append("to_char(a.month AT TIME ZONE 'UTC', 'YYYY-MM') AS month")
+            order.append("a.month")
+        elif name == "day":
+            inner_keys.append("bucket AS day")
+            outer_select.append("to_char(a.day AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day")
+            order.append("a.day")
+        elif name == "team":
+            inner_keys.append("team_id")
+            outer_select.append("t.slug AS team")
+            joins.append("LEFT JOIN portal_team t ON t.id = a.team_id")
+            order.append("t.slug")
+        elif name == "request":
+            inner_keys.append("request_id")
+            outer_select += ["a.request_id AS request", "r.name AS request_name"]
+            joins.append("LEFT JOIN intake_gpurequest r ON r.id = a.request_id")
+            order.append("a.request_id")
+        else:
+            inner_keys.append(column)
+            outer_select.append(f"a.{column} AS {name}")
+            order.append(f"a.{column}")
+    key_names = [k.split(" AS ")[-1] for k in inner_keys]
+    level1_keys = ", ".join(key_names + ["category", "currency", "den"])
+    level2_keys = ", ".join(key_names + ["category", "currency"])
+    select_keys = "".join(f"{k}, " for k in inner_keys)
+
+    sql = f"""
+WITH rates AS (
+    SELECT gpu_model, strategy, price_per_equivalent_hour AS price, currency,
+        valid_from::timestamp AT TIME ZONE 'UTC' AS valid_from,
+        COALESCE(LEAD(valid_from::timestamp AT TIME ZONE 'UTC') OVER (
+            PARTITION BY gpu_model, strategy ORDER BY valid_from), 'infinity') AS valid_to
+    FROM chargeback_ratecard
+    UNION ALL  -- before the first card of a model and strategy: unpriced
+    SELECT gpu_model, strategy, NULL, '', '-infinity', min(valid_from)::timestamp AT TIME ZONE 'UTC'
+    FROM chargeback_ratecard GROUP BY gpu_model, strategy
+),
+spans AS (
+    SELECT {span_columns}, category, 1 AS sign, NULL::timestamptz AS booked_at,
+        GREATEST(started_at, %(start)s) AS s, LEAST(COALESCE(ended_at, %(now)s), %(end)s) AS e
+    FROM chargeback_usageinterval
+    WHERE tstzrange(started_at, ended_at) && tstzrange(%(start)s, %(end)s) AND started_at < %(now)s{where}
+    UNION ALL  -- closed months stay as they were closed: take back what changed after
+    SELECT {span_columns}, category, -sign, NULL,
+        GREATEST(started_at, %(start)s), LEAST(ended_at, %(end)s)
+    FROM chargeback_adjustment
+    WHERE started_at < %(end)s AND ended_at > %(start)s{where}
+    UNION ALL  -- ... and book it in the next open month
+    SELECT {span_columns}, CASE WHEN category = 'waste' THEN 'waste_adjustment' ELSE 'adjustment' END,
+        sign, booked_at, started_at, ended_at
+    FROM chargeback_adjustment
+    WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}
+),{buckets}
+pieces AS (
+    SELECT bk.*, COALESCE(r.currency, '') AS currency, r.price,
+        EXTRACT(EPOCH FROM LEAST(bk.be, r.valid_to) - GREATEST(bk.bs, r.valid_from)) AS secs
+    FROM buckets bk
+    LEFT JOIN rates r ON r.gpu_model = bk.gpu_model AND r.strategy = bk.strategy
+        AND r.valid_from < bk.be AND r.valid_to > bk.bs
+    WHERE bk.be > bk.bs
+),
+level1 AS (
+    SELECT {select_keys}category, currency, den,
+        sum(sign * secs * devices) AS device_seconds,
+        sum(sign * secs * num) AS eq_seconds_num,
+        sum(sign * secs * num * price) AS cost_num
+    FROM pieces
+    GROUP BY {level1_keys}
+),
+a AS (
+    SELECT {level2_keys},
+        sum(device_seconds) AS device_seconds,
+        sum(eq_seconds_num::numeric(60, 24) / den) AS gpu_equivalent_seconds,
+        sum(cost_num::numeric(60, 24) / den) / 3600 AS cost
+    FROM level1
+    GROUP BY {level2_keys}
+    HAVING sum(device_seconds) <> 0 OR sum(eq_seconds_num::numeric(60, 24) / den) <> 0  -- nothing left: no line
+)
+SELECT {"".join(f"{c}, " for c in outer_select)}a.category,
+    round(a.device_seconds / 3600, 6) AS device_hours,
+    round(a.gpu_equivalent_seconds / 3600, 6) AS gpu_equivalent_hours,
+    round(a.cost, 2) AS cost, a.currency,
+    a.device_seconds, a.gpu_equivalent_seconds
+FROM a {" ".join(joins)}
+ORDER BY {"".join(f"{o}, " for o in order)}a.category, a.currency
+"""
+    columns = tuple(out for name in group_by for out in _DIMENSIONS[name][1]) + ("category",) + MEASURES + EXACT_MEASURES
+    return ReportQuery(sql=sql, params=params, columns=columns, group_by=group_by)
+
+
+def report_rows(*, user, start: date, end: date, group_by: Sequence[str], now: datetime | None = None,
+                filters: dict | None = None) -> list[dict]:
+    """The report rows as dicts (one query). For large results stream with `report_iter`."""
+    query = report_query(user=user, start=start, end=end, group_by=group_by, now=now, filters=filters)
+    with connection.cursor() as cursor:
+        cursor.execute(query.sql, query.params)
+        return [dict(zip(query.columns, row)) for row in cursor.fetchall()]
+
+
+def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple]:
+    """The rows of a report as tuples (in `query.columns` order), read through a server-side cursor a chunk
+    at a time, so memory stays flat however many rows there are."""
+    with connection.cursor() as settings_cursor:
+        # A cursor is planned for its first rows (cursor_tuple_fraction 0.1); this one is always read to the end.
+        settings_cursor.execute("SET cursor_tuple_fraction = 1.0")
+    try:
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(query.sql, query.params)
+            while True:
+                chunk = cursor.fetchmany(chunk_size)
+                if not chunk:
+                    return
+                yield from chunk
+    finally:
+        with connection.cursor() as settings_cursor:
+            settings_cursor.execute("RESET cursor_tuple_fraction")
+
+
+def report_has_demo_data(*, user, start: date, end: date) -> bool:
+    queryset = UsageInterval.objects.filter(is_demo=True, started_at__lt=day_start(end)).exclude(
+        ended_at__lte=day_start(start)
+    )
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    return queryset.exists()
+
+
+def interval_list(*, user, filters: dict | None = None) -> QuerySet[UsageInterval]:
+    queryset = UsageInterval.objects.select_related("team", "request")
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    if filters:
+        from .filtersets import UsageIntervalFilterSet
+
+        queryset = UsageIntervalFilterSet(filters, queryset=queryset).qs
+    return queryset.order_by("-started_at", "pod_uid")
+
+
+def rate_card_list(*, filters: dict | None = None) -> QuerySet[RateCard]:
+    queryset = RateCard.objects.all()
+    if filters:
+        from .filtersets import RateCardFilterSet
+
+        queryset = RateCardFilterSet(filters, queryset=queryset).qs
+    return queryset.order_by("gpu_model", "strategy", "valid_from")
+
+
+def closed_period_list() -> QuerySet[ClosedPeriod]:
+    return ClosedPeriod.objects.select_related("closed_by").order_by("-month")
+
+
+def adjustment_list(*, user) -> QuerySet[Adjustment]:
+    queryset = Adjustment.objects.select_related("team", "request")
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    return queryset.order_by("-booked_at", "started_at", "id")
+
+
+def collection_list() -> QuerySet[UsageCollection]:
+    return UsageCollection.objects.order_by("-listed_at", "-id")

@@ -1,0 +1,116 @@
+"""Synthetic pod objects shaped like the API server's JSON for portal pods: what the demo data, the tests and
+the benchmarks feed through the real ingestion path. Pure functions, no Django."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def synthetic_pod(
+    *,
+    uid: str,
+    name: str,
+    namespace: str,
+    label_domain: str,
+    request_id: int | None,
+    team: str,
+    cluster: str,
+    strategy: str,
+    gpu_model: str,
+    devices: int,
+    equivalents: str,
+    started_at: datetime | None,
+    finished_at: datetime | None = None,
+    mig_profile: str = "",
+    workload_class: str = "inference",
+    phase: str | None = None,
+    image: str = "nvcr.io/nvidia/pytorch:25.01-py3",
+    node: str = "gpu-node-1",
+    restarted_at: datetime | None = None,
+    deleting: bool = False,
+) -> dict:
+    """A pod with one GPU container. Running from `started_at`; finished at `finished_at` when given (phase
+    Succeeded unless `phase` says otherwise). `restarted_at`: the container crashed and restarted then, so the
+    original start is only in lastState. `started_at=None`: still pending, no container ran yet."""
+    d = label_domain
+    labels = {
+        "app.kubernetes.io/managed-by": "gpu-portal",
+        "app.kubernetes.io/name": name.rsplit("-", 1)[0],
+        f"{d}/team": team,
+        f"{d}/strategy": strategy,
+        f"{d}/workload-class": workload_class,
+        f"{d}/cluster": cluster,
+    }
+    if request_id is not None:
+        labels[f"{d}/request-id"] = str(request_id)
+    annotations = {f"{d}/gpu-equivalents": equivalents, f"{d}/gpu-model": gpu_model, f"{d}/devices": str(devices)}
+    if mig_profile:
+        annotations[f"{d}/mig-profile"] = mig_profile
+    resource = (f"nvidia.com/mig-{mig_profile}" if strategy == "mig"
+                else "nvidia.com/gpu.shared" if strategy == "time_slicing" else "nvidia.com/gpu")
+    container_status: dict = {
+        "name": "main", "image": image, "imageID": f"{image}@sha256:{'0' * 64}", "ready": finished_at is None,
+        "restartCount": 1 if restarted_at else 0, "started": finished_at is None,
+        "containerID": f"containerd://{uid.replace('-', '')}",
+    }
+    if started_at is None:
+        container_status["state"] = {"waiting": {"reason": "ContainerCreating"}}
+        pod_phase = "Pending"
+    else:
+        run_start = restarted_at or started_at
+        if finished_at is None:
+            container_status["state"] = {"running": {"startedAt": rfc3339(run_start)}}
+            pod_phase = "Running"
+        else:
+            container_status["state"] = {"terminated": {
+                "exitCode": 0 if (phase or "Succeeded") == "Succeeded" else 1, "reason": "Completed",
+                "startedAt": rfc3339(run_start), "finishedAt": rfc3339(finished_at)}}
+            pod_phase = phase or "Succeeded"
+        if restarted_at:
+            container_status["lastState"] = {"terminated": {
+                "exitCode": 137, "reason": "OOMKilled", "startedAt": rfc3339(started_at),
+                "finishedAt": rfc3339(restarted_at)}}
+    created = rfc3339(started_at) if started_at else "2026-01-01T00:00:00Z"
+    metadata = {
+        "name": name, "namespace": namespace, "uid": uid, "resourceVersion": "1", "creationTimestamp": created,
+        "labels": labels, "annotations": annotations,
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name.rsplit("-", 1)[0],
+                             "uid": uid[::-1], "controller": True, "blockOwnerDeletion": True}],
+        "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+                           "time": created, "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}}}}],
+    }
+    if deleting:
+        metadata["deletionTimestamp"] = rfc3339(finished_at or started_at)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {
+            "containers": [{
+                "name": "main", "image": image, "command": ["python", "-m", "serve"],
+                "resources": {"limits": {resource: str(devices)}, "requests": {resource: str(devices)}},
+                "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}],
+                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                                  "readOnly": True}],
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                "imagePullPolicy": "IfNotPresent",
+            }],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default", "nodeName": node, "schedulerName": "default-scheduler",
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {
+                "expirationSeconds": 3607, "path": "token"}}]}}],
+            "priority": 0, "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {
+            "phase": pod_phase,
+            "conditions": [{"type": "Ready", "status": "True" if pod_phase == "Running" else "False",
+                            "lastProbeTime": None, "lastTransitionTime": created}],
+            "hostIP": "10.0.0.10", "podIP": "10.244.1.23", "startTime": created, "qosClass": "Guaranteed",
+            "containerStatuses": [container_status],
+        },
+    }

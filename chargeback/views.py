@@ -1,0 +1,77 @@
+"""The finance page: a period and a grouping, a table, a chart of GPU-hours by team stacked by strategy, a drill
+into one team down to its requests, and the CSV. Finance and platform see every team; engineers their own."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.urls import reverse
+
+from portal.selectors import team_list_visible
+
+from . import selectors
+from .charts import stacked_bars
+from .forms import GROUP_BY_LABELS, ReportForm
+
+MEASURE_LABELS = {"category": "Category", "device_hours": "Device-hours", "gpu_equivalent_hours": "GPU-equivalent hours",
+                  "cost": "Cost", "currency": "Currency"}
+DRILL_GROUP_BY = ["request", "strategy", "gpu_model", "mig_profile"]
+
+
+def _csv_url(*, start, end, group_by, **filters) -> str:
+    query = {"start": start.isoformat(), "end": end.isoformat(), "group_by": ",".join(group_by), "format": "csv",
+             **{k: v for k, v in filters.items() if v}}
+    return f"{reverse('chargeback-report')}?{urlencode(query)}"
+
+
+def _chart(user, *, start, end, filters=None):
+    rows = selectors.report_rows(user=user, start=start, end=end, group_by=["team", "strategy"], filters=filters)
+    return stacked_bars((r["team"], r["strategy"], r["gpu_equivalent_hours"]) for r in rows
+                        if r["category"] in ("usage", "waste"))
+
+
+def _table(columns, rows):
+    """Headers, and per row the row itself with its (column, value) cells in order."""
+    headers = [GROUP_BY_LABELS.get(c, MEASURE_LABELS.get(c, c)) for c in columns]
+    return headers, [(row, [(c, row[c]) for c in columns]) for row in rows]
+
+
+@login_required
+def report(request):
+    form = ReportForm(request.GET)
+    context = {"form": form}
+    if not form.is_bound or form.is_valid():
+        period = form.period()
+        query = selectors.report_query(user=request.user, **period)
+        rows = selectors.report_rows(user=request.user, **period)
+        columns = [c for c in query.csv_columns if c != "request_name"]
+        headers, table = _table(columns, rows)
+        context.update(
+            period=period, headers=headers, table=table,
+            chart=_chart(request.user, start=period["start"], end=period["end"]),
+            csv_url=_csv_url(**period),
+            has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
+            drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
+        )
+    return render(request, "chargeback/report.html", context)
+
+
+@login_required
+def team_report(request, slug):
+    team = team_list_visible(user=request.user).filter(slug=slug).first()
+    if team is None:
+        return render(request, "404.html", status=404)
+    form = ReportForm(request.GET)
+    context = {"form": form, "team": team}
+    if not form.is_bound or form.is_valid():
+        period = {**form.period(), "group_by": DRILL_GROUP_BY}
+        filters = {"team": team.slug}
+        rows = selectors.report_rows(user=request.user, filters=filters, **period)
+        context.update(
+            period=period, rows=rows,
+            chart=_chart(request.user, start=period["start"], end=period["end"], filters=filters),
+            csv_url=_csv_url(team=team.slug, **period),
+            back_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
+        )
+    return render(request, "chargeback/team_report.html", context)

@@ -1,0 +1,25 @@
+"""Portal-wide background tasks."""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from . import request_context, services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="portal.ping", ignore_result=True)
+def ping() -> None:
+    """Proof that a worker consumes the queue: records a heartbeat (worker, time, request id) in the cache.
+
+    Beat sends it every minute (settings.CELERY_BEAT_SCHEDULE); the platform team can send one on demand
+    (`POST /api/v1/ops/ping/`) and follow its request id into the worker's logs.
+    """
+    heartbeat = services.worker_heartbeat_record(
+        worker=ping.request.hostname or "unknown",
+        task_id=ping.request.id or "",
+        request_id=request_context.request_id() or "",
+    )
+    logger.info("pong from %s", heartbeat["worker"])

@@ -1,0 +1,173 @@
+"""The Helm chart rendered without helm (deploy/helmlite.py), every object validated against the Kubernetes 1.35
+schemas, and the properties the issue asks for checked on the rendered objects."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from deploy import helmlite, rbac
+from deploy.helmlite import TemplateError, parse, render_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "gpu-portal"
+ALL_ON = {"ingress": {"enabled": True, "className": "nginx", "tlsSecretName": "portal-tls"},
+          "worker": {"persistence": {"existingClaim": "portal-data"}},
+          "extraEnvFrom": [{"configMapRef": {"name": "portal-oidc"}}],
+          "nodeSelector": {"kubernetes.io/os": "linux"}}
+
+
+def by_kind_and_name(objects):
+    return {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return by_kind_and_name(render_objects(CHART, release_name="portal", namespace="gpu"))
+
+
+@pytest.mark.parametrize("values", [{}, ALL_ON, {"rbac": {"create": False}}], ids=["defaults", "all-on", "no-rbac"])
+def test_every_rendered_object_is_valid_kubernetes_1_35(values):
+    objects = render_objects(CHART, values)
+    assert objects
+    for obj in objects:
+        kubernetes_validate.validate(obj, "1.35.0", strict=True)
+
+
+def test_the_chart_deploys_web_worker_beat_migrations_and_rbac(rendered):
+    assert set(rendered) == {
+        ("Deployment", "portal-web"), ("Deployment", "portal-worker"), ("Deployment", "portal-beat"),
+        ("Service", "portal-web"), ("Job", "portal-migrate"), ("ServiceAccount", "portal-gpu-portal"),
+        ("ClusterRole", "portal-gpu-portal"), ("ClusterRoleBinding", "portal-gpu-portal"),
+    }
+
+
+def pod(rendered, kind, name):
+    return rendered[(kind, name)]["spec"]["template"]["spec"]
+
+
+def test_one_image_for_web_worker_beat_and_migrations(rendered):
+    images = {c["image"] for kind, name in rendered if kind in {"Deployment", "Job"}
+              for c in pod(rendered, kind, name)["containers"]}
+    assert images == {"registry.example.com/gpu-golden-path-portal:0.1.0"}
+    commands = {name: pod(rendered, kind, name)["containers"][0]["args"][:2] for kind, name in rendered
+                if kind in {"Deployment", "Job"}}
+    assert commands == {"portal-web": ["gunicorn", "portal.wsgi:application"], "portal-worker": ["celery", "-A"],
+                        "portal-beat": ["celery", "-A"], "portal-migrate": ["python", "manage.py"]}
+
+
+def test_web_is_probed_on_healthz_and_readyz(rendered):
+    container = pod(rendered, "Deployment", "portal-web")["containers"][0]
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    # No Host or X-Forwarded-Proto header needed: the probe endpoints answer any Host over plain HTTP
+    # (tests/portal/test_production.py checks that with DEBUG off).
+
+
+def test_every_pod_runs_as_non_root_read_only_without_capabilities(rendered):
+    for kind, name in rendered:
+        if kind not in {"Deployment", "Job"}:
+            continue
+        spec = pod(rendered, kind, name)
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in spec["containers"]:
+            context = container["securityContext"]
+            assert context == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                               "capabilities": {"drop": ["ALL"]}}, name
+            assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+            assert {"secretRef": {"name": "gpu-portal"}} in container["envFrom"]
+            assert container["resources"]["limits"]["memory"]
+
+
+def test_beat_is_a_single_replica_replaced_not_rolled(rendered):
+    beat = rendered[("Deployment", "portal-beat")]["spec"]
+    assert beat["replicas"] == 1 and beat["strategy"] == {"type": "Recreate"}
+
+
+def test_only_web_and_worker_get_the_service_account_token(rendered):
+    for name in ("portal-web", "portal-worker"):
+        spec = pod(rendered, "Deployment", name)
+        assert spec["serviceAccountName"] == "portal-gpu-portal" and spec["automountServiceAccountToken"] is True
+    assert pod(rendered, "Deployment", "portal-beat")["automountServiceAccountToken"] is False
+    assert pod(rendered, "Job", "portal-migrate")["automountServiceAccountToken"] is False
+    assert rendered[("ServiceAccount", "portal-gpu-portal")]["automountServiceAccountToken"] is False
+
+
+def test_the_cluster_role_is_the_declared_one_and_bound_to_the_service_account(rendered):
+    role = rendered[("ClusterRole", "portal-gpu-portal")]
+    assert role["rules"] == [rule.as_k8s() for rule in rbac.RULES]
+    binding = rendered[("ClusterRoleBinding", "portal-gpu-portal")]
+    assert binding["roleRef"]["name"] == "portal-gpu-portal"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "portal-gpu-portal", "namespace": "gpu"}]
+
+
+def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook(rendered):
+    job = rendered[("Job", "portal-migrate")]
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert pod(rendered, "Job", "portal-migrate")["containers"][0]["args"] == [
+        "python", "manage.py", "migrate", "--no-input"]
+
+
+def test_optional_parts_follow_the_values():
+    objects = by_kind_and_name(render_objects(CHART, ALL_ON, release_name="portal"))
+    ingress = objects[("Ingress", "portal-web")]["spec"]
+    assert ingress["ingressClassName"] == "nginx" and ingress["tls"][0]["secretName"] == "portal-tls"
+    worker = pod(objects, "Deployment", "portal-worker")
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "portal-data"}} in worker["volumes"]
+    assert worker["containers"][0]["envFrom"][1] == {"configMapRef": {"name": "portal-oidc"}}
+    assert worker["nodeSelector"] == {"kubernetes.io/os": "linux"}
+
+    without_rbac = by_kind_and_name(render_objects(CHART, {"rbac": {"create": False}}, release_name="portal"))
+    assert not {kind for kind, _ in without_rbac} & {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+    assert "serviceAccountName" not in pod(without_rbac, "Deployment", "portal-web")
+
+
+def test_the_cli_prints_the_manifests_like_helm_template():
+    result = subprocess.run([sys.executable, "-m", "deploy.helmlite", str(CHART), "--set", "ingress.enabled=true",
+                             "--set", "web.replicas=3"], cwd=ROOT, capture_output=True, text=True, check=True)
+    documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert by_kind_and_name(documents)[("Deployment", "gpu-portal-web")]["spec"]["replicas"] == 3
+    assert ("Ingress", "gpu-portal-web") in by_kind_and_name(documents)
+
+
+# --- the renderer -----------------------------------------------------------------------------------------------
+
+
+def render(source, values=None):
+    return helmlite.Renderer({"Values": values or {}, "Release": {"Name": "r"}, "Chart": {"AppVersion": "1.0"}}
+                             ).render(parse(source))
+
+
+def test_renderer_trims_whitespace_like_go_templates():
+    assert render("a:\n  {{- if .Values.x }}\n  b: 1\n  {{- end }}\nc: 2", {"x": True}) == "a:\n  b: 1\nc: 2"
+    assert render("a:\n  {{- if .Values.x }}\n  b: 1\n  {{- end }}\nc: 2", {"x": False}) == "a:\nc: 2"
+    assert render("x {{- /* note */ -}} y") == "xy"
+
+
+def test_renderer_functions_and_pipelines():
+    values = {"tag": "", "list": [{"name": "A", "value": "1"}], "n": 0, "s": 'say "hi"'}
+    assert render('{{ .Values.tag | default .Chart.AppVersion }}', values) == "1.0"
+    assert render("{{ .Values.s | quote }}", values) == '"say \\"hi\\""'
+    assert render("env:{{ toYaml .Values.list | nindent 2 }}", values) == "env:\n  - name: A\n    value: '1'"
+    assert render("{{ if .Values.n }}yes{{ else }}no{{ end }}", values) == "no"
+    assert render('{{ default "x" .Values.tag }}', values) == "x"
+
+
+@pytest.mark.parametrize("source, message", [
+    ("{{ .Values.missing }}", ".Values.missing is not defined"),
+    ("{{ range .Values.list }}{{ end }}", "unsupported template syntax"),
+    ('{{ include "x" . }}', "unsupported template syntax"),
+    ("{{ .Values.x | upper }}", "unsupported function 'upper'"),
+    ("{{ if .Values.x }}", "without {{ end }}"),
+    ("{{ .Values.map }}", "use toYaml"),
+    ('{{ required "image.tag is required" .Values.empty }}', "image.tag is required"),
+])
+def test_renderer_refuses_what_it_does_not_implement(source, message):
+    with pytest.raises(TemplateError, match=message.replace("(", r"\(").replace("{", r"\{")):
+        render(source, {"x": 1, "map": {"a": 1}, "empty": "", "list": []})
