@@ -200,15 +200,18 @@ def cluster_connection(cluster) -> ClusterConnection:
     )
 
 
-def _start(*, job_id: int, kind: str):
+def _start(*, job_id: int, kind: str, after_attempt: int | None = None):
     """Lock the job and its request; move the request to provisioning on the first apply. Returns
-    (job, gpu_request) or None when there is nothing (more) to do."""
+    (job, gpu_request) or None when there is nothing (more) to do. A job waiting to retry is run only by the
+    message scheduled for that retry (`after_attempt`: the job's attempts when it was scheduled)."""
 
     with transaction.atomic():
         job = ProvisioningJob.objects.select_for_update().select_related("cluster").get(pk=job_id)
         gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=job.request_id)
         if job.status in JOB_FINISHED:
             return None
+        if job.status == JobStatus.RETRYING and after_attempt != job.attempts:
+            return None  # a stale message (a sweep re-send, a duplicate) must not cut the backoff short
         if kind == JobKind.APPLY:
             if gpu_request.status == RequestStatus.APPROVED:
                 request_transition(request_id=gpu_request.pk, to_status=RequestStatus.PROVISIONING, actor=None,
@@ -249,18 +252,18 @@ def _running_alone(job_id: int) -> Iterator[bool]:
                 pass  # the connection is gone, and the lock with it
 
 
-def allocation_apply(*, job_id: int) -> ApplyOutcome:
+def allocation_apply(*, job_id: int, after_attempt: int | None = None) -> ApplyOutcome:
     """Render, validate and apply a request's objects. Raises the applier's transient errors for the task to
     retry; permanent errors fail the job and the request with the reason. A job already running elsewhere is
-    skipped (its own message finishes it)."""
+    skipped (its own message finishes it), and so is a job waiting to retry, unless this is its retry."""
     with _running_alone(job_id) as alone:
         if not alone:
             return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
-        return _apply(job_id=job_id)
+        return _apply(job_id=job_id, after_attempt=after_attempt)
 
 
-def _apply(*, job_id: int) -> ApplyOutcome:
-    started = _start(job_id=job_id, kind=JobKind.APPLY)
+def _apply(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
+    started = _start(job_id=job_id, kind=JobKind.APPLY, after_attempt=after_attempt)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
     job, gpu_request = started
@@ -307,10 +310,11 @@ def allocation_record(*, job_id: int, refs, objects) -> int:
 
 
 @transaction.atomic
-def allocation_retrying(*, job_id: int, message: str) -> None:
-
+def allocation_retrying(*, job_id: int, message: str) -> int:
+    """The job waits to be retried; returns its attempts so far, which its retry message carries."""
     ProvisioningJob.objects.filter(pk=job_id).update(status=JobStatus.RETRYING, message=message,
                                                      updated_at=timezone.now())
+    return ProvisioningJob.objects.values_list("attempts", flat=True).get(pk=job_id)
 
 
 @transaction.atomic
@@ -327,17 +331,17 @@ def allocation_fail(*, job_id: int, message: str) -> None:
         allocation_enqueue(gpu_request=job.request, kind=JobKind.TEARDOWN)
 
 
-def allocation_teardown(*, job_id: int) -> ApplyOutcome:
+def allocation_teardown(*, job_id: int, after_attempt: int | None = None) -> ApplyOutcome:
     """Delete everything the portal created for a request (by its labels), idempotently, in reverse apply order
     (workloads before the claims and gang objects they use). Skipped while the job runs elsewhere."""
     with _running_alone(job_id) as alone:
         if not alone:
             return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
-        return _teardown(job_id=job_id)
+        return _teardown(job_id=job_id, after_attempt=after_attempt)
 
 
-def _teardown(*, job_id: int) -> ApplyOutcome:
-    started = _start(job_id=job_id, kind=JobKind.TEARDOWN)
+def _teardown(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
+    started = _start(job_id=job_id, kind=JobKind.TEARDOWN, after_attempt=after_attempt)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
     job, gpu_request = started

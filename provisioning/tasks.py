@@ -22,16 +22,18 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     return max(delay, min(retry_after or 0, BACKOFF_CAP_SECONDS))
 
 
-def _run(task, service, job_id: int):
+def _run(task, service, job_id: int, after_attempt: int | None):
     try:
-        return service(job_id=job_id).status
+        return service(job_id=job_id, after_attempt=after_attempt).status
     except TransientApplyError as exc:
         attempt = task.request.retries + 1
         if attempt >= MAX_ATTEMPTS:
             services.allocation_fail(job_id=job_id, message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
-        services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
-        raise task.retry(countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
+        attempts = services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
+        # The retry names the attempt it follows: other messages for the job skip it while it waits.
+        raise task.retry(args=[job_id], kwargs={"after_attempt": attempts},
+                         countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
     except PermanentApplyError as exc:
         services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
         return "failed"
@@ -42,19 +44,20 @@ def _run(task, service, job_id: int):
         if attempt >= MAX_ATTEMPTS:
             raise
         logger.warning("job %s: database unavailable (attempt %s), retrying: %s", job_id, attempt, exc)
-        raise task.retry(countdown=_backoff(attempt, None), exc=exc)
+        raise task.retry(args=[job_id], kwargs={"after_attempt": after_attempt}, countdown=_backoff(attempt, None),
+                         exc=exc)
 
 
 @shared_task(bind=True, name="provisioning.allocation_apply", max_retries=MAX_ATTEMPTS, acks_late=True,
              soft_time_limit=600, time_limit=660)
-def allocation_apply(self, job_id: int) -> str:
-    return _run(self, services.allocation_apply, job_id)
+def allocation_apply(self, job_id: int, after_attempt: int | None = None) -> str:
+    return _run(self, services.allocation_apply, job_id, after_attempt)
 
 
 @shared_task(bind=True, name="provisioning.allocation_teardown", max_retries=MAX_ATTEMPTS, acks_late=True,
              soft_time_limit=600, time_limit=660)
-def allocation_teardown(self, job_id: int) -> str:
-    return _run(self, services.allocation_teardown, job_id)
+def allocation_teardown(self, job_id: int, after_attempt: int | None = None) -> str:
+    return _run(self, services.allocation_teardown, job_id, after_attempt)
 
 
 @shared_task(name="provisioning.allocation_sweep")

@@ -58,3 +58,26 @@ def test_the_lock_is_released_after_a_run(queued_job, another_worker):
     acquired = another_worker.execute("SELECT pg_try_advisory_lock(%s, %s)",
                                       [JOB_LOCK_NAMESPACE, queued_job.pk]).fetchone()[0]
     assert acquired
+
+
+def test_a_stale_message_does_not_cut_a_retry_wait_short(queued_job, fake_kube):
+    """A job waiting out its backoff (or a server's Retry-After) is run by its own retry message only; a sweep
+    re-send or a duplicate arriving meanwhile is skipped."""
+    from provisioning.appliers.base import TransientApplyError
+    from provisioning.services import allocation_retrying
+
+    fake_kube.fail_next("PATCH", r"/deployments/", 429, message="slow down", headers={"Retry-After": "30"})
+    with pytest.raises(TransientApplyError):
+        allocation_apply(job_id=queued_job.pk)
+    attempts = allocation_retrying(job_id=queued_job.pk, message="Attempt 1 failed, retrying: slow down")
+    writes = len([r for r in fake_kube.requests if r.method == "PATCH"])
+
+    assert allocation_apply(job_id=queued_job.pk).status == "skipped"
+    assert allocation_apply(job_id=queued_job.pk, after_attempt=attempts - 1).status == "skipped"
+    assert len([r for r in fake_kube.requests if r.method == "PATCH"]) == writes
+    queued_job.refresh_from_db()
+    assert (queued_job.status, queued_job.attempts) == ("retrying", 1)
+
+    assert allocation_apply(job_id=queued_job.pk, after_attempt=attempts).status == "succeeded"
+    queued_job.refresh_from_db()
+    assert (queued_job.status, queued_job.attempts) == ("succeeded", 2)
