@@ -153,8 +153,9 @@ def dispatch_job(*, job_id: int, task) -> bool:
 
     try:
         with task.app.producer_or_acquire() as producer:
-            # Without this, kombu retries connecting for seconds (2 s, then 4 s) while the user waits.
-            producer.connection.ensure_connection(max_retries=0)
+            if not task.app.conf.task_always_eager:
+                # Without this, kombu retries connecting for seconds (2 s, then 4 s) while the user waits.
+                producer.connection.ensure_connection(max_retries=0)
             task.apply_async(args=[job_id], retry=False, producer=producer)
     except Exception as exc:  # noqa: BLE001 - kombu raises many connection error types
         logger.warning("could not dispatch job %s, the sweep will retry: %s", job_id, exc)
@@ -163,14 +164,17 @@ def dispatch_job(*, job_id: int, task) -> bool:
     return True
 
 
-def allocation_sweep(*, older_than_seconds: float = 60) -> int:
-    """Dispatch queued jobs that were never sent, or were sent long ago and never started."""
+def allocation_sweep(*, older_than_seconds: float = 60, broker_backlog: int | None = 0) -> int:
+    """Dispatch queued jobs that were never sent, or were sent long ago and never started. `broker_backlog` is the
+    number of messages waiting in the broker (None: unknown): while there are any, a job sent but not started is
+    most likely one of them, and sending it again would only lengthen the queue it waits in."""
     from . import tasks
 
     cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
-    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(
-        Q(dispatched_at__isnull=True, created_at__lt=cutoff) | Q(dispatched_at__lt=cutoff)
-    )
+    due = Q(dispatched_at__isnull=True, created_at__lt=cutoff)
+    if broker_backlog == 0:
+        due |= Q(dispatched_at__lt=cutoff)  # the queue is empty: its message was lost (e.g. Redis restarted)
+    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(due)
     sent = 0
     for job in stale.only("id", "kind"):
         task = tasks.allocation_apply if job.kind == JobKind.APPLY else tasks.allocation_teardown

@@ -60,7 +60,20 @@ def allocation_teardown(self, job_id: int, after_attempt: int | None = None) -> 
     return _run(self, services.allocation_teardown, job_id, after_attempt)
 
 
-@shared_task(name="provisioning.allocation_sweep")
-def allocation_sweep() -> int:
-    """Beat: dispatch jobs whose message never reached the broker."""
-    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS)
+@shared_task(bind=True, name="provisioning.allocation_sweep")
+def allocation_sweep(self) -> int:
+    """Beat: dispatch jobs whose message never reached the broker, or was lost by it."""
+    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
+                                     broker_backlog=_broker_backlog(self.app))
+
+
+def _broker_backlog(app) -> int | None:
+    """Messages waiting in the default queue (not those workers hold), or None when the broker cannot say."""
+    try:
+        with app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=0)
+            # Not passive: an empty Redis queue has no key, which a passive declare reports as a missing queue.
+            return connection.default_channel.queue_declare(queue=app.conf.task_default_queue)[1]
+    except Exception as exc:  # noqa: BLE001 - any broker error: unknown
+        logger.warning("could not read the broker's queue length: %s", exc)
+        return None

@@ -64,3 +64,23 @@ def test_requests_and_approvals_are_kept_and_provisioned_once_redis_is_back(stac
         assert len(cluster_events(stack, request_id, "Applied")) == 1
     assert [p.pid for p in stack.processes()] == pids and all(p.alive for p in stack.processes())
     assert max(answer_times) < PROMPT_SECONDS, f"submit + approve took {answer_times} s with Redis down"
+
+
+def test_messages_lost_with_a_restarted_redis_are_sent_again(stack, fault_kube):
+    """Given approvals whose messages wait in Redis while no worker runs, when Redis restarts empty (they are
+    lost), then the sweep sends them again once the queue is empty, and each is applied once."""
+    stack.worker.stop()
+    ids = [submit(stack, name) for name in ("redis-lost-1", "redis-lost-2")]
+    for request_id in ids:
+        approve(stack, request_id)
+        [job] = jobs(stack, request_id)
+        assert job.status == "queued" and job.dispatched_at is not None  # sent: its message waits in Redis
+
+    stack.redis.restart()
+    stack.start_worker()
+
+    for name, request_id in zip(("redis-lost-1", "redis-lost-2"), ids):
+        job = wait_for_job(stack, request_id, "succeeded", "failed", timeout=60)
+        assert (job.status, job.attempts) == ("succeeded", 1), job.message
+        assert one_set_of_objects(fault_kube, request_id, name), objects_in_cluster(fault_kube, request_id)
+        assert len(cluster_events(stack, request_id, "Applied")) == 1
