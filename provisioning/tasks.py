@@ -24,6 +24,20 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
 
 def _run(task, service, job_id: int, after_attempt: int | None):
     try:
+        return _run_once(task, service, job_id, after_attempt)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away mid-task (a restart, a failover), while working or while recording the outcome.
+        # The work is idempotent: run it again later, recording nothing now (there is nowhere to record it).
+        attempt = task.request.retries + 1
+        if attempt >= MAX_ATTEMPTS:
+            raise
+        logger.warning("job %s: database unavailable (attempt %s), retrying: %s", job_id, attempt, exc)
+        raise task.retry(args=[job_id], kwargs={"after_attempt": after_attempt}, countdown=_backoff(attempt, None),
+                         exc=exc)
+
+
+def _run_once(task, service, job_id: int, after_attempt: int | None):
+    try:
         return service(job_id=job_id, after_attempt=after_attempt).status
     except TransientApplyError as exc:
         attempt = task.request.retries + 1
@@ -37,15 +51,6 @@ def _run(task, service, job_id: int, after_attempt: int | None):
     except PermanentApplyError as exc:
         services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
         return "failed"
-    except (OperationalError, InterfaceError) as exc:
-        # The database went away mid-task (a restart, a failover). The work is idempotent: run it again later,
-        # without recording anything now (there is nowhere to record it).
-        attempt = task.request.retries + 1
-        if attempt >= MAX_ATTEMPTS:
-            raise
-        logger.warning("job %s: database unavailable (attempt %s), retrying: %s", job_id, attempt, exc)
-        raise task.retry(args=[job_id], kwargs={"after_attempt": after_attempt}, countdown=_backoff(attempt, None),
-                         exc=exc)
 
 
 @shared_task(bind=True, name="provisioning.allocation_apply", max_retries=MAX_ATTEMPTS, acks_late=True,

@@ -118,7 +118,7 @@ def test_the_portal_recovers_from_a_postgres_restart_under_load(stack, fault_kub
         time.sleep(1.5)
         inflight = submit(stack, "pg-inflight")
         deployment = f"/deployments/pg-inflight-r{inflight}"
-        fault_kube.delay_next("PATCH", deployment + "$", 1.8)  # the worker waits inside apply across the restart
+        fault_kube.delay_next("PATCH", deployment + "$", 1.5)  # the worker waits inside apply across the restart
         seen = len(fault_kube.requests)
         approve(stack, inflight)
         wait_until(lambda: writes_to(fault_kube, deployment, since=seen), timeout=30,
@@ -143,7 +143,8 @@ def test_the_portal_recovers_from_a_postgres_restart_under_load(stack, fault_kub
     assert set(created) <= stored
     approved = [int(o.request_id) for o in outcomes if o.operation == "approve" and o.status == 200]
     assert approved and all(request_status(stack, rid) != "pending_approval" for rid in approved)
-    assert integrity_violations(stack) == {key: [] for key in integrity_violations(stack)}
+    violations = integrity_violations(stack)
+    assert violations == {rule: [] for rule in violations}
 
     # The apply cut off by the restart finishes, every approval is provisioned, nobody restarted the worker.
     job = wait_for_job(stack, inflight, "succeeded", "failed", timeout=60)
