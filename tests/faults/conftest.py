@@ -18,8 +18,9 @@ from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
 ARTIFACTS = REPO / "test-artifacts" / "faults"  # a failing test's whole logs are copied here (git-ignored)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def fault_kube() -> Iterator[FakeKubeAPI]:
+    """A fresh fake API server per test: kmock's request matching slows down with every request it has seen."""
     fake = FakeKubeAPI.start()
     try:
         yield fake
@@ -30,7 +31,7 @@ def fault_kube() -> Iterator[FakeKubeAPI]:
 
 
 @pytest.fixture(scope="session")
-def fault_stack(fault_kube: FakeKubeAPI) -> Iterator[PortalStack]:
+def fault_stack() -> Iterator[PortalStack]:
     workdir = Path(tempfile.mkdtemp(prefix="portal-faults-"))
     redis = PrivateRedis(workdir)
     postgres = PrivatePostgres()
@@ -39,7 +40,7 @@ def fault_stack(fault_kube: FakeKubeAPI) -> Iterator[PortalStack]:
         redis.start()
         postgres.init()
         postgres.start()
-        stack = PortalStack(workdir, redis=redis, postgres=postgres, kube_url=fault_kube.url)
+        stack = PortalStack(workdir, redis=redis, postgres=postgres, kube_url=None)
         stack.start()
         yield stack
     finally:
@@ -53,9 +54,11 @@ def fault_stack(fault_kube: FakeKubeAPI) -> Iterator[PortalStack]:
 
 
 @pytest.fixture
-def stack(fault_stack: PortalStack) -> PortalStack:
-    """The running stack, with anything a previous test left stopped brought back."""
+def stack(fault_stack: PortalStack, fault_kube: FakeKubeAPI) -> PortalStack:
+    """The running stack, with anything a previous test left stopped brought back, provisioning gpu-east into
+    this test's fake API server."""
     fault_stack.ensure_running()
+    fault_stack.use_kube(fault_kube.url)
     return fault_stack
 
 

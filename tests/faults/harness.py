@@ -462,8 +462,14 @@ class PortalStack:
             self.tokens[username] = out.strip().splitlines()[-1]
         self.manage("declare_clusters", "--demo")
         if self.kube_url:
-            self.manage("register_cluster", "gpu-east", "--server", self.kube_url, "--token", "fault-tests",
+            self.use_kube(self.kube_url, force=True)
+
+    def use_kube(self, url: str, *, force: bool = False) -> None:
+        """Make gpu-east a Kubernetes target at `url` (register_cluster), unless it is already."""
+        if url != self.kube_url or force:
+            self.manage("register_cluster", "gpu-east", "--server", url, "--token", "fault-tests",
                         "--kubernetes-version", "1.35", "--gang-scheduler", "volcano")
+            self.kube_url = url
 
     def start(self) -> None:
         self.bootstrap()

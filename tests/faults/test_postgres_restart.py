@@ -42,7 +42,7 @@ class Outcome:
 
 
 class Load:
-    """Clients that create requests, approve every fourth one and list, in a loop, recording every outcome."""
+    """Clients that create requests, approve every eighth one and list, in a loop, recording every outcome."""
 
     def __init__(self, stack: PortalStack, clients: int) -> None:
         self.stack, self.outcomes = stack, []
@@ -70,7 +70,7 @@ class Load:
             iteration += 1
             created = self._call("create", alice, "POST", "/api/v1/requests/",
                                  {"team": "vision", "name": f"pg-load-{number}-{iteration}", "answers": VALID_ANSWERS})
-            if created.status == 201 and iteration % 4 == 0:
+            if created.status == 201 and iteration % 8 == 0:
                 self._call("approve", pat, "POST", f"/api/v1/requests/{created.request_id}/approve/", {})
             self._call("list", alice, "GET", "/api/v1/requests/?page_size=10")
 
