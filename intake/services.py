@@ -132,11 +132,19 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
 
 
 @transaction.atomic
-def request_transition(*, request_id: int, to_status: str, actor, comment: str = "") -> GpuRequest:
+def request_transition(
+    *, request_id: int, to_status: str, actor, comment: str = "", expected_from: str | None = None
+) -> GpuRequest:
     """The one place a request changes status: lock the row, check the edge, save, record the event, and
-    schedule follow-up work after commit."""
+    schedule follow-up work after commit. `expected_from`: the status the caller saw; if the request has moved
+    on since, nothing happens (Conflict), so of many people acting on what they saw, exactly one wins."""
     gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
     from_status = gpu_request.status
+    if expected_from is not None and from_status != expected_from:  # faults: checked under the row lock
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {from_status.replace('_', ' ')}, not "
+            f"{expected_from.replace('_', ' ')}; someone acted on it first. Reload it and decide again."
+        )
     if to_status not in REQUEST_TRANSITIONS[from_status]:
         raise Conflict(
             f"Request #{gpu_request.pk} is {from_status.replace('_', ' ')}; it cannot become "
@@ -169,36 +177,39 @@ def _visible_for_update(*, user, request_id) -> GpuRequest:
     return request_get(user=user, request_id=request_id)
 
 
-def request_approve(*, user, request_id, comment: str = "") -> GpuRequest:
+def request_approve(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not is_platform(user):
         raise PermissionDenied("Only the platform team approves requests.")
     if gpu_request.requested_by_id == user.pk:
         raise PermissionDenied("Nobody approves their own request; ask another member of the platform team.")
     return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.APPROVED, actor=user, comment=comment or "Approved."
+        request_id=gpu_request.pk, to_status=RequestStatus.APPROVED, actor=user, comment=comment or "Approved.",
+        expected_from=expected_status,
     )
 
 
-def request_reject(*, user, request_id, comment: str) -> GpuRequest:
+def request_reject(*, user, request_id, comment: str, expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not is_platform(user):
         raise PermissionDenied("Only the platform team rejects requests.")
     if not (comment or "").strip():
         raise InvalidInput("Say why the request is rejected; the engineer reads it.", field="comment")
     return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.REJECTED, actor=user, comment=comment.strip()
+        request_id=gpu_request.pk, to_status=RequestStatus.REJECTED, actor=user, comment=comment.strip(),
+        expected_from=expected_status,
     )
 
 
-def request_cancel(*, user, request_id, comment: str = "") -> GpuRequest:
+def request_cancel(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not team_can_request_for(user=user, team=gpu_request.team):
         raise PermissionDenied("Only the request's team or the platform team can cancel it.")
     if gpu_request.status in REQUEST_TERMINAL:
         raise Conflict(f"Request #{gpu_request.pk} is already {gpu_request.status}; there is nothing to cancel.")
     return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled."
+        request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled.",
+        expected_from=expected_status,
     )
 
 

@@ -156,6 +156,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "portal.api.schema.add_error_responses",
     ],
+    # faults: a request's `status` and `expected_status` are one choice set, under one name.
+    "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus"},
 }
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".

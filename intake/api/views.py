@@ -85,7 +85,8 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def _transition(self, request, pk, service, **kwargs):
         data = CommentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"], **kwargs)
+        gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"],
+                              expected_status=data.validated_data.get("expected_status"), **kwargs)
         fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
         return Response(RequestSerializer(fresh).data)
 
