@@ -332,6 +332,53 @@ class PrivatePostgres:
         return tail(self.log_path, 40)
 
 
+class ExistingPostgres:
+    """A PostgreSQL server someone else runs (e.g. the shared one): only a database of our own is created on it
+    (dropped first if left over) and dropped by close(). Nothing here can stop or restart the server."""
+
+    def __init__(self, server_url: str) -> None:
+        self.server_url = server_url.rstrip("/")
+        self.log_path = Path(os.devnull)
+        self._created: list[str] = []
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"{self.server_url}/{dbname}"
+
+    def ready(self) -> bool:
+        with psycopg.connect(self.url(), connect_timeout=2) as conn:
+            return conn.execute("select 1").fetchone() == (1,)
+
+    def create_database(self, name: str) -> None:
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        self._created.append(name)
+
+    def close(self) -> None:
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            for name in self._created:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self._created.clear()
+
+    def logs(self) -> str:
+        return ""
+
+
+class ExistingRedis:
+    """A Redis someone else runs, at one database URL; nothing here stops it."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.dir = Path(os.devnull)
+        self.running = True
+
+    def url(self, db: int = 0) -> str:
+        return self._url
+
+    def logs(self) -> str:
+        return ""
+
+
 # --- the portal ---------------------------------------------------------------------------------------------------
 
 
