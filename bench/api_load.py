@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
