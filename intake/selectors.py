@@ -1,7 +1,7 @@
 """Reads for policy and requests. Team visibility always comes from portal.selectors."""
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 
 from portal.errors import NotFound
 from portal.selectors import team_visible_ids
@@ -39,17 +39,24 @@ def policy_spec(version: PolicyVersion) -> PolicySpec:
     return PolicySpec(version=version.number, rules=tuple(rule_spec(r) for r in version.rules.all()))
 
 
-def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
-    """The requests this user may see, newest first, with what list pages show loaded up front."""
+def _request_prefetches() -> list[Prefetch]:
+    """What a request is shown with: its events, applied objects, provisioning jobs and gang stalls, in order."""
     from provisioning.models import AppliedObject, GangStall, ProvisioningJob
 
     events = RequestEvent.objects.select_related("actor").order_by("at", "id")
-    queryset = GpuRequest.objects.select_related("team", "requested_by", "policy_version").prefetch_related(
+    return [
         Prefetch("events", queryset=events),
         Prefetch("applied_objects", queryset=AppliedObject.objects.order_by("id")),
         Prefetch("provisioning_jobs", queryset=ProvisioningJob.objects.select_related("cluster").order_by("id")),
-        # status reconciliation (reconcile): the gang's stalls, newest first
+        # status reconciliation: the gang's stalls, newest first
         Prefetch("gang_stalls", queryset=GangStall.objects.select_related("cluster").order_by("-started_at", "-id")),
+    ]
+
+
+def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
+    """The requests this user may see, newest first, with what list pages show loaded up front."""
+    queryset = GpuRequest.objects.select_related("team", "requested_by", "policy_version").prefetch_related(
+        *_request_prefetches()
     )
     team_ids = team_visible_ids(user=user)
     if team_ids is not None:
@@ -65,6 +72,13 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
             raise ValidationError({key: list(messages) for key, messages in filterset.errors.items()})
         queryset = filterset.qs
     return queryset.order_by("-created_at", "-id")
+
+
+def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:
+    """A request the caller has just written (e.g. submitted, so visible to them), with what `request_get` loads,
+    without reading its row again: one query and the visibility check fewer on every create."""
+    prefetch_related_objects([gpu_request], *_request_prefetches())
+    return gpu_request
 
 
 def request_get(*, user, request_id) -> GpuRequest:

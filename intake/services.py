@@ -139,11 +139,16 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
 
 
 @transaction.atomic
-def request_transition(*, request_id: int, to_status: str, actor, comment: str = "", reason: str = "") -> GpuRequest:
+def request_transition(
+    *, request_id: int, to_status: str, actor, comment: str = "", reason: str = "", expected_from: str | None = None
+) -> GpuRequest:
     """The one place a request changes status: lock the row, check the edge, save, record the event, and
-    schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled)."""
+    schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled).
+    `expected_from`: the status the caller saw; if the request has moved on since, nothing happens (Conflict), so
+    of many people acting on what they saw, exactly one wins."""
     gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
     from_status = gpu_request.status
+    _check_expected(gpu_request, expected_from)
     _check_edge(gpu_request, to_status)
     gpu_request.status = to_status
     gpu_request.status_changed_at = timezone.now()
@@ -153,6 +158,15 @@ def request_transition(*, request_id: int, to_status: str, actor, comment: str =
     )
     _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
     return gpu_request
+
+
+def _check_expected(gpu_request: GpuRequest, expected_from: str | None) -> None:
+    """Checked under the row lock: the request is still in the status the caller acted on."""
+    if expected_from is not None and gpu_request.status != expected_from:
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {gpu_request.status.replace('_', ' ')}, not "
+            f"{expected_from.replace('_', ' ')}; someone acted on it first. Reload it and decide again."
+        )
 
 
 def _check_edge(gpu_request: GpuRequest, to_status: str) -> None:
@@ -180,13 +194,14 @@ def _visible_for_update(*, user, request_id) -> GpuRequest:
     return request_get(user=user, request_id=request_id)
 
 
-def request_approve(*, user, request_id, comment: str = "") -> GpuRequest:
+def request_approve(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not is_platform(user):
         raise PermissionDenied("Only the platform team approves requests.")
     if gpu_request.requested_by_id == user.pk:
         raise PermissionDenied("Nobody approves their own request; ask another member of the platform team.")
-    return _approve_checked(request_id=gpu_request.pk, actor=user, comment=comment or "Approved.")
+    return _approve_checked(request_id=gpu_request.pk, actor=user, comment=comment or "Approved.",
+                            expected_from=expected_status)
 
 
 # --- live: quota and capacity at approval (branch live) ---------------------------------------------------------
@@ -223,12 +238,13 @@ def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
 
 
 @transaction.atomic
-def _approve_checked(*, request_id: int, actor, comment: str) -> GpuRequest:
+def _approve_checked(*, request_id: int, actor, comment: str, expected_from: str | None = None) -> GpuRequest:
     """Approve after the quota and fit checks, in one transaction holding the team's and the request's locks (in
     that order), so two concurrent approvals cannot both pass a quota that fits only one."""
     team_id = GpuRequest.objects.values_list("team_id", flat=True).get(pk=request_id)
     Team.objects.select_for_update().filter(pk=team_id).first()
     gpu_request = GpuRequest.objects.select_for_update(of=("self",)).select_related("team").get(pk=request_id)
+    _check_expected(gpu_request, expected_from)
     _check_edge(gpu_request, RequestStatus.APPROVED)
     check = approval_check(gpu_request=gpu_request)
     if check.refusal:
@@ -240,25 +256,27 @@ def _approve_checked(*, request_id: int, actor, comment: str) -> GpuRequest:
 # --- end live ---
 
 
-def request_reject(*, user, request_id, comment: str) -> GpuRequest:
+def request_reject(*, user, request_id, comment: str, expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not is_platform(user):
         raise PermissionDenied("Only the platform team rejects requests.")
     if not (comment or "").strip():
         raise InvalidInput("Say why the request is rejected; the engineer reads it.", field="comment")
     return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.REJECTED, actor=user, comment=comment.strip()
+        request_id=gpu_request.pk, to_status=RequestStatus.REJECTED, actor=user, comment=comment.strip(),
+        expected_from=expected_status,
     )
 
 
-def request_cancel(*, user, request_id, comment: str = "") -> GpuRequest:
+def request_cancel(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
     if not team_can_request_for(user=user, team=gpu_request.team):
         raise PermissionDenied("Only the request's team or the platform team can cancel it.")
     if gpu_request.status in REQUEST_TERMINAL:
         raise Conflict(f"Request #{gpu_request.pk} is already {gpu_request.status}; there is nothing to cancel.")
     return request_transition(
-        request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled."
+        request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled.",
+        expected_from=expected_status,
     )
 
 

@@ -161,6 +161,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "portal.api.schema.add_error_responses",
     ],
+    # faults: a request's `status` and `expected_status` are one choice set, under one name.
+    "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus"},
 }
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
@@ -178,7 +180,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))}
+# --- faults: a dead worker's message goes to another worker after the visibility timeout; kombu only looks for
+# such messages every unacked_restore_interval x unacked_restore_throttle seconds (100 s by default), so that
+# period follows the timeout (a quarter of it, at most 100 s).
+_visibility_timeout = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _visibility_timeout,
+    "unacked_restore_interval": max(1, min(100, _visibility_timeout // 4)),
+    "unacked_restore_throttle": 1,
+}
+# --- end faults
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
 # A queued provisioning job not started this long after its dispatch is sent again by the sweep.

@@ -1,12 +1,14 @@
 """Writes for the catalogue, and the allocation of requests: applying and tearing down their objects."""
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -146,11 +148,15 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
 
 
 def dispatch_job(*, job_id: int, task) -> bool:
-    """Send the job's task to the broker. A broker outage is not the user's problem: the job stays queued and
-    the beat sweep (`allocation_sweep`) sends it later."""
+    """Send the job's task to the broker. A broker outage is not the user's problem: one connection attempt, and
+    if it fails the job stays queued and the beat sweep (`allocation_sweep`) sends it later."""
 
     try:
-        task.apply_async(args=[job_id], retry=False)
+        with task.app.producer_or_acquire() as producer:
+            if not task.app.conf.task_always_eager:
+                # Without this, kombu retries connecting for seconds (2 s, then 4 s) while the user waits.
+                producer.connection.ensure_connection(max_retries=0)
+            task.apply_async(args=[job_id], retry=False, producer=producer)
     except Exception as exc:  # noqa: BLE001 - kombu raises many connection error types
         logger.warning("could not dispatch job %s, the sweep will retry: %s", job_id, exc)
         return False
@@ -158,14 +164,17 @@ def dispatch_job(*, job_id: int, task) -> bool:
     return True
 
 
-def allocation_sweep(*, older_than_seconds: float = 60) -> int:
-    """Dispatch queued jobs that were never sent, or were sent long ago and never started."""
+def allocation_sweep(*, older_than_seconds: float = 60, broker_backlog: int | None = 0) -> int:
+    """Dispatch queued jobs that were never sent, or were sent long ago and never started. `broker_backlog` is the
+    number of messages waiting in the broker (None: unknown): while there are any, a job sent but not started is
+    most likely one of them, and sending it again would only lengthen the queue it waits in."""
     from . import tasks
 
     cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
-    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(
-        Q(dispatched_at__isnull=True, created_at__lt=cutoff) | Q(dispatched_at__lt=cutoff)
-    )
+    due = Q(dispatched_at__isnull=True, created_at__lt=cutoff)
+    if broker_backlog == 0:
+        due |= Q(dispatched_at__lt=cutoff)  # the queue is empty: its message was lost (e.g. Redis restarted)
+    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(due)
     sent = 0
     for job in stale.only("id", "kind"):
         task = tasks.allocation_apply if job.kind == JobKind.APPLY else tasks.allocation_teardown
@@ -195,15 +204,18 @@ def cluster_connection(cluster) -> ClusterConnection:
     )
 
 
-def _start(*, job_id: int, kind: str):
+def _start(*, job_id: int, kind: str, after_attempt: int | None = None):
     """Lock the job and its request; move the request to provisioning on the first apply. Returns
-    (job, gpu_request) or None when there is nothing (more) to do."""
+    (job, gpu_request) or None when there is nothing (more) to do. A job waiting to retry is run only by the
+    message scheduled for that retry (`after_attempt`: the job's attempts when it was scheduled)."""
 
     with transaction.atomic():
         job = ProvisioningJob.objects.select_for_update().select_related("cluster").get(pk=job_id)
         gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=job.request_id)
         if job.status in JOB_FINISHED:
             return None
+        if job.status == JobStatus.RETRYING and after_attempt != job.attempts:
+            return None  # a stale message (a sweep re-send, a duplicate) must not cut the backoff short
         if kind == JobKind.APPLY:
             if gpu_request.status == RequestStatus.APPROVED:
                 request_transition(request_id=gpu_request.pk, to_status=RequestStatus.PROVISIONING, actor=None,
@@ -220,10 +232,42 @@ def _start(*, job_id: int, kind: str):
         return job, gpu_request
 
 
-def allocation_apply(*, job_id: int) -> ApplyOutcome:
+# Namespace of the PostgreSQL advisory locks held while a job runs (the second key is the job id).
+JOB_LOCK_NAMESPACE = 0x6A6F62  # "job"
+
+
+@contextlib.contextmanager
+def _running_alone(job_id: int) -> Iterator[bool]:
+    """Whether this process may run the job now. A job can have more than one message in flight (the sweep
+    re-sends a job not started in time, the broker redelivers an unacknowledged one); a session advisory lock on
+    the job, held while it runs, makes sure two of them never run it at the same time. A killed worker's lock
+    goes with its connection, so a redelivered message can take over."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [JOB_LOCK_NAMESPACE, job_id])
+        acquired = cursor.fetchone()[0]
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [JOB_LOCK_NAMESPACE, job_id])
+            except DatabaseError:
+                pass  # the connection is gone, and the lock with it
+
+
+def allocation_apply(*, job_id: int, after_attempt: int | None = None) -> ApplyOutcome:
     """Render, validate and apply a request's objects. Raises the applier's transient errors for the task to
-    retry; permanent errors fail the job and the request with the reason."""
-    started = _start(job_id=job_id, kind=JobKind.APPLY)
+    retry; permanent errors fail the job and the request with the reason. A job already running elsewhere is
+    skipped (its own message finishes it), and so is a job waiting to retry, unless this is its retry."""
+    with _running_alone(job_id) as alone:
+        if not alone:
+            return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
+        return _apply(job_id=job_id, after_attempt=after_attempt)
+
+
+def _apply(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
+    started = _start(job_id=job_id, kind=JobKind.APPLY, after_attempt=after_attempt)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
     job, gpu_request = started
@@ -270,10 +314,11 @@ def allocation_record(*, job_id: int, refs, objects) -> int:
 
 
 @transaction.atomic
-def allocation_retrying(*, job_id: int, message: str) -> None:
-
+def allocation_retrying(*, job_id: int, message: str) -> int:
+    """The job waits to be retried; returns its attempts so far, which its retry message carries."""
     ProvisioningJob.objects.filter(pk=job_id).update(status=JobStatus.RETRYING, message=message,
                                                      updated_at=timezone.now())
+    return ProvisioningJob.objects.values_list("attempts", flat=True).get(pk=job_id)
 
 
 @transaction.atomic
@@ -285,12 +330,22 @@ def allocation_fail(*, job_id: int, message: str) -> None:
     job.save()
     if job.kind == JobKind.APPLY and RequestStatus.FAILED in REQUEST_TRANSITIONS[job.request.status]:
         request_transition(request_id=job.request_id, to_status=RequestStatus.FAILED, actor=None, comment=message)
+        # The failed apply may have created some of the request's objects (those before the one refused); a failed
+        # request cannot be cancelled, so take them down now or nobody ever will.
+        allocation_enqueue(gpu_request=job.request, kind=JobKind.TEARDOWN)
 
 
-def allocation_teardown(*, job_id: int) -> ApplyOutcome:
+def allocation_teardown(*, job_id: int, after_attempt: int | None = None) -> ApplyOutcome:
     """Delete everything the portal created for a request (by its labels), idempotently, in reverse apply order
-    (workloads before the claims and gang objects they use)."""
-    started = _start(job_id=job_id, kind=JobKind.TEARDOWN)
+    (workloads before the claims and gang objects they use). Skipped while the job runs elsewhere."""
+    with _running_alone(job_id) as alone:
+        if not alone:
+            return ApplyOutcome(job_id=job_id, status="skipped", message="running elsewhere")
+        return _teardown(job_id=job_id, after_attempt=after_attempt)
+
+
+def _teardown(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
+    started = _start(job_id=job_id, kind=JobKind.TEARDOWN, after_attempt=after_attempt)
     if started is None:
         return ApplyOutcome(job_id=job_id, status="skipped")
     job, gpu_request = started

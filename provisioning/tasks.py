@@ -5,6 +5,7 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from . import services
 from .appliers.base import PermanentApplyError, TransientApplyError
@@ -21,16 +22,32 @@ def _backoff(attempt: int, retry_after: float | None) -> float:
     return max(delay, min(retry_after or 0, BACKOFF_CAP_SECONDS))
 
 
-def _run(task, service, job_id: int):
+def _run(task, service, job_id: int, after_attempt: int | None):
     try:
-        return service(job_id=job_id).status
+        return _run_once(task, service, job_id, after_attempt)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away mid-task (a restart, a failover), while working or while recording the outcome.
+        # The work is idempotent: run it again later, recording nothing now (there is nowhere to record it).
+        attempt = task.request.retries + 1
+        if attempt >= MAX_ATTEMPTS:
+            raise
+        logger.warning("job %s: database unavailable (attempt %s), retrying: %s", job_id, attempt, exc)
+        raise task.retry(args=[job_id], kwargs={"after_attempt": after_attempt}, countdown=_backoff(attempt, None),
+                         exc=exc)
+
+
+def _run_once(task, service, job_id: int, after_attempt: int | None):
+    try:
+        return service(job_id=job_id, after_attempt=after_attempt).status
     except TransientApplyError as exc:
         attempt = task.request.retries + 1
         if attempt >= MAX_ATTEMPTS:
             services.allocation_fail(job_id=job_id, message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
-        services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
-        raise task.retry(countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
+        attempts = services.allocation_retrying(job_id=job_id, message=f"Attempt {attempt} failed, retrying: {exc}")
+        # The retry names the attempt it follows: other messages for the job skip it while it waits.
+        raise task.retry(args=[job_id], kwargs={"after_attempt": attempts},
+                         countdown=_backoff(attempt, getattr(exc, "retry_after", None)), exc=exc)
     except PermanentApplyError as exc:
         services.allocation_fail(job_id=job_id, message=f"The cluster refused the objects: {exc}")
         return "failed"
@@ -38,20 +55,33 @@ def _run(task, service, job_id: int):
 
 @shared_task(bind=True, name="provisioning.allocation_apply", max_retries=MAX_ATTEMPTS, acks_late=True,
              soft_time_limit=600, time_limit=660)
-def allocation_apply(self, job_id: int) -> str:
-    return _run(self, services.allocation_apply, job_id)
+def allocation_apply(self, job_id: int, after_attempt: int | None = None) -> str:
+    return _run(self, services.allocation_apply, job_id, after_attempt)
 
 
 @shared_task(bind=True, name="provisioning.allocation_teardown", max_retries=MAX_ATTEMPTS, acks_late=True,
              soft_time_limit=600, time_limit=660)
-def allocation_teardown(self, job_id: int) -> str:
-    return _run(self, services.allocation_teardown, job_id)
+def allocation_teardown(self, job_id: int, after_attempt: int | None = None) -> str:
+    return _run(self, services.allocation_teardown, job_id, after_attempt)
 
 
-@shared_task(name="provisioning.allocation_sweep")
-def allocation_sweep() -> int:
-    """Beat: dispatch jobs whose message never reached the broker."""
-    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS)
+@shared_task(bind=True, name="provisioning.allocation_sweep")
+def allocation_sweep(self) -> int:
+    """Beat: dispatch jobs whose message never reached the broker, or was lost by it."""
+    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
+                                     broker_backlog=_broker_backlog(self.app))
+
+
+def _broker_backlog(app) -> int | None:
+    """Messages waiting in the default queue (not those workers hold), or None when the broker cannot say."""
+    try:
+        with app.connection_for_read() as connection:
+            connection.ensure_connection(max_retries=0)
+            # Not passive: an empty Redis queue has no key, which a passive declare reports as a missing queue.
+            return connection.default_channel.queue_declare(queue=app.conf.task_default_queue)[1]
+    except Exception as exc:  # noqa: BLE001 - any broker error: unknown
+        logger.warning("could not read the broker's queue length: %s", exc)
+        return None
 
 
 # --- live cluster operations: inventory discovery and MIG plans (branch live) -----------------------------------

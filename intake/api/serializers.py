@@ -116,6 +116,11 @@ class PreviewSerializer(serializers.Serializer):
 
 class CommentInputSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")
+    expected_status = serializers.ChoiceField(
+        choices=RequestStatus.choices, required=False,
+        help_text="The status you saw. If the request is no longer in it (someone acted first), nothing changes "
+                  "and the answer is 409. Omitted: any status the transition is allowed from.",
+    )
 
 
 class RequestEventSerializer(serializers.ModelSerializer):

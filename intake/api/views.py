@@ -80,13 +80,14 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
             name=data.validated_data["name"],
             raw_answers=data.validated_data["answers"],
         )
-        fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
-        return Response(RequestSerializer(fresh).data, status=status.HTTP_201_CREATED)
+        return Response(RequestSerializer(selectors.request_loaded(gpu_request=gpu_request)).data,
+                        status=status.HTTP_201_CREATED)
 
     def _transition(self, request, pk, service, **kwargs):
         data = CommentInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"], **kwargs)
+        gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"],
+                              expected_status=data.validated_data.get("expected_status"), **kwargs)
         fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
         return Response(RequestSerializer(fresh).data)
 

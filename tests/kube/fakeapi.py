@@ -27,6 +27,7 @@ import http
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -177,6 +178,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
     _last_resource_version: int = attrs.field(default=0, init=False)
     _events: list[StoredEvent] = attrs.field(factory=list, init=False)
     _new_events: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    # Wall-clock arrival time of each request in `_requests`, same index (comparable across processes).
+    _arrived_at: list[float] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         # Neither KubernetesEmulator's CRUD reactions (they change objects before test reactions see a request)
@@ -208,8 +211,10 @@ class KubeEmulator(kmock.KubernetesEmulator):
     # -- HTTP entry point: kmock's, with our own request parsing ------------------------------------------------
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        arrived_at = time.time()
         request = await self._parse_request(raw_request)
         self._requests.append(request)
+        self._arrived_at.append(arrived_at)
         try:
             return await self._handle(request)
         except kmock.KubernetesError as exc:
@@ -742,13 +747,14 @@ class RecordedRequest:
     params: dict[str, str]  # query parameters: fieldManager, force, labelSelector, propagationPolicy, ...
     body: Any  # decoded JSON/YAML, or None
     headers: dict[str, str]
+    at: float = 0.0  # time.time() when the request arrived
 
     @classmethod
-    def of(cls, request: rendering.Request) -> RecordedRequest:
+    def of(cls, request: rendering.Request, at: float = 0.0) -> RecordedRequest:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         return cls(
             request.method.value, request.url.path, content_type, dict(request.params), request.data,
-            dict(request.headers),
+            dict(request.headers), at,
         )  # fmt: skip
 
 
@@ -808,7 +814,8 @@ class FakeKubeAPI:
     @property
     def requests(self) -> list[RecordedRequest]:
         """Every request so far, discovery included, in arrival order."""
-        return [RecordedRequest.of(request) for request in list(self.emulator._requests)]
+        requests, arrived = list(self.emulator._requests), list(self.emulator._arrived_at)
+        return [RecordedRequest.of(request, at) for request, at in zip(requests, arrived)]
 
     @property
     def errors(self) -> list[Exception]:

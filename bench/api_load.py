@@ -1,0 +1,263 @@
+"""API load benchmark: the intake create endpoint and the request list under concurrent clients, against gunicorn
+(2 sync workers, as deployed), beside a bare authenticated DRF endpoint (GET /api/v1/me/) on the same server in
+the same run.
+
+    python bench/api_load.py [--clients 32] [--seconds 12] [--rounds 3] [--private] [--web-workers 2]
+
+By default it creates a database `portal_bench_api` on the PostgreSQL server of DATABASE_URL (only the server part
+is used; default postgres://postgres@127.0.0.1:5432) and drops it at the end, and uses REDIS_URL (default
+redis://127.0.0.1:6379/14) for the cache under its own key prefix. `--private` starts a PostgreSQL cluster and a
+Redis of its own instead (tests/faults/harness.py). It migrates, bootstraps teams, users and tokens and the demo
+clusters with the management commands, starts gunicorn with PORTAL_API_RATE raised so throttling never refuses,
+and drives each endpoint in turn with `--clients` threads, in interleaved rounds (so load from elsewhere on the
+machine weighs on all three alike), `--seconds` per endpoint in all: throughput, p50 and p99 latency, errors. Then it counts the database queries of one list call (in this process, with
+CaptureQueriesContext) at two data sizes: a constant count means no N+1.
+
+Targets: create >= 50% of the bare endpoint's throughput, create p99 < 100 ms, list query count constant.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.faults.harness import (  # noqa: E402
+    ExistingPostgres, ExistingRedis, PortalStack, PrivatePostgres, PrivateRedis,
+)
+
+DBNAME = "portal_bench_api"
+# An inference request (MIG on gpu-east); not approved automatically, so a create dispatches nothing.
+VALID_ANSWERS = {"workload_class": "inference", "tenancy": "multi_tenant", "latency": "latency_sensitive",
+                 "gpu_memory_gb": 16, "image": "nvcr.io/nvidia/tritonserver:25.01-py3"}
+CREATE_RATIO_TARGET = 0.5
+P99_TARGET_MS = 100.0
+
+
+@dataclass
+class Phase:
+    name: str
+    method: str
+    path: str
+    body_for: object = None  # (client, n) -> dict
+    latencies: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        if not ordered:
+            return float("nan")
+        return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] * 1000
+
+
+class Client(threading.Thread):
+    """One client: requests back to back on a keep-alive connection (reopened when the server closes it)."""
+
+    def __init__(self, number: int, base_url: str, token: str, phase: Phase, start: threading.Event,
+                 measure_from: list[float], stop_at: list[float]) -> None:
+        super().__init__(daemon=True)
+        parts = urlsplit(base_url)
+        self.number, self.host, self.port, self.token, self.phase = number, parts.hostname, parts.port, token, phase
+        self.start_event, self.measure_from, self.stop_at = start, measure_from, stop_at
+        self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.connection: http.client.HTTPConnection | None = None
+
+    def _request(self, body: bytes | None) -> int:
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        headers = {"Authorization": f"Token {self.token}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            self.connection.request(self.phase.method, self.phase.path, body=body, headers=headers)
+            answer = self.connection.getresponse()
+            answer.read()
+        except (OSError, http.client.HTTPException):
+            self.connection.close()
+            self.connection = None
+            raise
+        if answer.getheader("Connection", "").lower() == "close" or answer.will_close:
+            self.connection.close()
+            self.connection = None
+        return answer.status
+
+    def run(self) -> None:
+        self.start_event.wait()
+        n = 0
+        while time.perf_counter() < self.stop_at[0]:
+            n += 1
+            body = None
+            if self.phase.body_for is not None:
+                body = json.dumps(self.phase.body_for(self.number, n)).encode()
+            started = time.perf_counter()
+            try:
+                status = self._request(body)
+                error = None if status < 400 else f"HTTP {status}"
+            except (OSError, http.client.HTTPException) as exc:
+                error = type(exc).__name__
+            ended = time.perf_counter()
+            if started < self.measure_from[0]:
+                continue  # warm-up
+            if error:
+                self.errors[error] = self.errors.get(error, 0) + 1
+            else:
+                self.latencies.append(ended - started)
+
+
+def drive(stack: PortalStack, token: str, phase: Phase, clients: int, seconds: float, warmup: float) -> Phase:
+    start = threading.Event()
+    now = time.perf_counter()
+    measure_from, stop_at = [now + warmup], [now + warmup + seconds]
+    threads = [Client(i, stack.base_url, token, phase, start, measure_from, stop_at) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    begin = time.perf_counter()
+    measure_from[0], stop_at[0] = begin + warmup, begin + warmup + seconds
+    start.set()
+    for thread in threads:
+        thread.join(timeout=seconds + warmup + 60)
+    phase.seconds += seconds
+    for thread in threads:
+        phase.latencies.extend(thread.latencies)
+        for error, count in thread.errors.items():
+            phase.errors[error] = phase.errors.get(error, 0) + count
+    return phase
+
+
+def list_query_counts(stack: PortalStack, token: str) -> tuple[int, int]:
+    """Queries of one GET /api/v1/requests/ (this process, against the benchmark database) and how many
+    requests the caller could see."""
+    os.environ.update({k: v for k, v in stack.env.items() if k in (
+        "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "PORTAL_API_RATE", "PORTAL_DATA_DIR")})
+    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    os.environ["CACHE_KEY_PREFIX"] = stack.env.get("CACHE_KEY_PREFIX", "portal")
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    client.get("/api/v1/requests/")  # warm: content types, policy caches
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.get("/api/v1/requests/")
+    assert answer.status_code == 200, answer.content[:300]
+    return len(queries), answer.json()["count"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=12.0, help="per endpoint, over all rounds")
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds over the three endpoints")
+    parser.add_argument("--light-seconds", type=float, default=4.0,
+                        help="per endpoint with only as many clients as web workers (service time)")
+    parser.add_argument("--web-workers", type=int, default=2)
+    parser.add_argument("--private", action="store_true", help="start a PostgreSQL and a Redis of its own")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="portal-bench-"))
+    if args.private:
+        redis, postgres = PrivateRedis(workdir), PrivatePostgres()
+        redis.start()
+        postgres.init()
+        postgres.start()
+    else:
+        server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/x").rsplit("/", 1)[0]
+        postgres = ExistingPostgres(server)
+        redis = ExistingRedis(os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"))
+    stack = PortalStack(workdir, redis=redis, postgres=postgres, kube_url=None, dbname=DBNAME,
+                        web_workers=args.web_workers, access_log=False,
+                        env={"PORTAL_API_RATE": "100000000/min", "LOG_LEVEL": "WARNING",
+                             "CACHE_KEY_PREFIX": f"bench-{os.getpid()}"})
+    try:
+        print(f"setting up ({'private PostgreSQL and Redis' if args.private else postgres.url(DBNAME)}) ...",
+              flush=True)
+        stack.bootstrap()
+        stack.start_web()
+        alice = stack.tokens["alice"]
+        for i in range(10):  # a little data for the first list query count
+            stack.api("alice").post("/api/v1/requests/", {"team": "vision", "name": f"seed-{i}",
+                                                          "answers": VALID_ANSWERS})
+        queries_small, visible_small = list_query_counts(stack, alice)
+
+        run_id, serial = os.getpid(), itertools.count()  # unique request names (next() is atomic under the GIL)
+        phases = [
+            Phase("bare  GET /api/v1/me/", "GET", "/api/v1/me/"),
+            Phase("create POST /api/v1/requests/", "POST", "/api/v1/requests/",
+                  lambda client, n: {"team": "vision", "name": f"b{run_id}-{next(serial)}", "answers": VALID_ANSWERS}),
+            Phase("list  GET /api/v1/requests/", "GET", "/api/v1/requests/"),
+        ]
+        # Interleaved rounds, so that whatever else the machine does weighs on every endpoint alike.
+        for round_number in range(1, args.rounds + 1):
+            for phase in phases:
+                print(f"round {round_number}/{args.rounds}: {phase.name}, {args.clients} clients, "
+                      f"{args.seconds / args.rounds:g}s", flush=True)
+                drive(stack, alice, phase, args.clients, args.seconds / args.rounds, args.warmup)
+        # The same endpoints with as many clients as web workers: the service time, without queueing.
+        light = [Phase(f"{phase.name.split()[0]:<6} at {args.web_workers} clients", phase.method, phase.path,
+                       phase.body_for) for phase in phases]
+        for phase in light:
+            print(f"{phase.name}, {args.light_seconds:g}s", flush=True)
+            drive(stack, alice, phase, args.web_workers, args.light_seconds, args.warmup)
+        from django.db import connections
+
+        connections.close_all()
+        queries_large, visible_large = list_query_counts(stack, alice)
+    finally:
+        stack.close()
+        postgres.close()
+        if args.private:
+            redis.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    bare, create, listing = phases
+    print()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
+          f"{platform.python_version()}; gunicorn {args.web_workers} sync workers; {args.clients} clients, "
+          f"{args.seconds:g}s each in {args.rounds} interleaved rounds (each after {args.warmup:g}s warm-up)")
+    print(f"{'endpoint':<32} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'requests':>9} {'errors':>7}")
+    for phase in phases + light:
+        errors = sum(phase.errors.values())
+        print(f"{phase.name:<32} {phase.throughput:>8.1f} {phase.percentile(0.5):>8.1f} "
+              f"{phase.percentile(0.99):>8.1f} {len(phase.latencies):>9} {errors:>7}"
+              + (f"  {phase.errors}" if errors else ""))
+    ratio = create.throughput / bare.throughput if bare.throughput else 0.0
+    print(f"create / bare throughput: {ratio:.2f} (target >= {CREATE_RATIO_TARGET:.2f}: "
+          f"{'met' if ratio >= CREATE_RATIO_TARGET else 'NOT met'})")
+    p99 = create.percentile(0.99)
+    print(f"create p99 at {args.clients} clients: {p99:.1f} ms (target < {P99_TARGET_MS:.0f} ms: "
+          f"{'met' if p99 < P99_TARGET_MS else 'NOT met'}); at {args.web_workers} clients: "
+          f"{light[1].percentile(0.99):.1f} ms. With {args.clients} clients always waiting, a request's latency is "
+          f"about {args.clients} / throughput (Little's law): {args.clients / create.throughput * 1000:.0f} ms for "
+          f"create" if create.throughput else "")
+    print(f"list queries: {queries_small} with {visible_small} visible requests, {queries_large} with "
+          f"{visible_large} ({'constant' if queries_small == queries_large else 'NOT constant'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

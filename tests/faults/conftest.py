@@ -1,0 +1,73 @@
+"""Fixtures for the fault tests: one private Redis, one private PostgreSQL cluster, a fake Kubernetes API server and
+the portal's processes for the session (starting them takes a while); each test gets them running again, whatever
+the previous test stopped or killed, and a failing test's report carries the tail of every log."""
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kube.fakeapi import FakeKubeAPI
+
+from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
+
+ARTIFACTS = REPO / "test-artifacts" / "faults"  # a failing test's whole logs are copied here (git-ignored)
+
+
+@pytest.fixture
+def fault_kube() -> Iterator[FakeKubeAPI]:
+    """A fresh fake API server per test: kmock's request matching slows down with every request it has seen."""
+    fake = FakeKubeAPI.start()
+    try:
+        yield fake
+        errors = fake.errors
+    finally:
+        fake.stop()
+    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+
+
+@pytest.fixture(scope="session")
+def fault_stack() -> Iterator[PortalStack]:
+    workdir = Path(tempfile.mkdtemp(prefix="portal-faults-"))
+    redis = PrivateRedis(workdir)
+    postgres = PrivatePostgres()
+    stack = None
+    try:
+        redis.start()
+        postgres.init()
+        postgres.start()
+        stack = PortalStack(workdir, redis=redis, postgres=postgres, kube_url=None)
+        stack.start()
+        yield stack
+    finally:
+        try:
+            if stack is not None:
+                stack.close()
+        finally:
+            redis.close()
+            postgres.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def stack(fault_stack: PortalStack, fault_kube: FakeKubeAPI) -> PortalStack:
+    """The running stack, with anything a previous test left stopped brought back, provisioning gpu-east into
+    this test's fake API server."""
+    fault_stack.ensure_running()
+    fault_stack.use_kube(fault_kube.url)
+    return fault_stack
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        portal = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
+        if portal is not None:
+            kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
+            report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
+    return report

@@ -1,0 +1,21 @@
+"""The create answer is built from the request just written (without reading its row again, bench/api_load.py);
+it must be exactly what reading the request returns."""
+import pytest
+
+from tests.conftest import VALID_ANSWERS
+
+pytestmark = pytest.mark.django_db
+
+DEVELOPMENT = {"workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
+               "image": "jupyter/base-notebook:latest"}
+
+
+@pytest.mark.parametrize("answers, status", [(VALID_ANSWERS, "pending_approval"), (DEVELOPMENT, "approved")])
+def test_the_create_answer_is_the_stored_request(api, engineer, team_a, inventory, answers, status):
+    client = api(engineer)
+    created = client.post("/api/v1/requests/", {"team": "team-a", "name": "same", "answers": answers}, format="json")
+    assert created.status_code == 201 and created.json()["status"] == status
+
+    read = client.get(f"/api/v1/requests/{created.json()['id']}/")
+
+    assert created.json() == read.json()
