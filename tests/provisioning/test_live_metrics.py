@@ -12,8 +12,13 @@ from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def metrics_token(settings):
+    settings.METRICS_TOKEN = "prometheus"
+
+
 def scrape() -> dict:
-    body = Client().get("/metrics").content.decode()
+    body = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer prometheus").content.decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(body) for s in family.samples}
 
