@@ -139,6 +139,8 @@ def make_requests(count: int, per_request: int):
     engineer = get_user_model().objects.get(username="bench-eve")
     approver = get_user_model().objects.get(username="bench-pat")
     cluster = Cluster.objects.get(name="gpu-east")
+    # A fleet big enough for the benchmark's gangs, so approval's capacity check lets them through.
+    cluster.pools.filter(name="h100-train").update(node_count=max(16, per_request * 2))
     common = {"tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60, "gpus_per_replica": 8,
               "replicas": per_request, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
     serving = {"tenancy": "multi_tenant", "latency": "latency_sensitive", "gpu_memory_gb": 16, "gpus_per_replica": 1,

@@ -21,6 +21,16 @@ def event_transition(
     )
 
 
+def events_transition_many(*, rows) -> list[RequestEvent]:
+    """Transition events of a batch (`request_transition_many`), in one insert.
+    `rows`: (request, actor, from_status, to_status, comment, reason)."""
+    return RequestEvent.objects.bulk_create(
+        RequestEvent(request=request, kind=EventKind.TRANSITION, actor=actor, from_status=from_status,
+                     to_status=to_status, comment=comment, reason=reason)
+        for request, actor, from_status, to_status, comment, reason in rows
+    )
+
+
 def event_note(*, request: GpuRequest, comment: str, actor=None, kind: str = EventKind.NOTE, reason: str = "") -> RequestEvent:
     return RequestEvent.objects.create(request=request, kind=kind, actor=actor, comment=comment, reason=reason)
 

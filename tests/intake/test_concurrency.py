@@ -82,3 +82,27 @@ def test_cancels_racing_approvals_leave_one_consistent_event_chain(engineer, tea
     assert statuses.count(200) == len(events) - 1 <= 2
     assert all(prev.to_status == nxt.from_status for prev, nxt in zip(events, events[1:]))
     assert GpuRequest.objects.get(pk=gpu_request.pk).status == events[-1].to_status == "cancelled"
+
+
+def test_batch_transitions_check_each_edge_under_the_lock(engineer, platform_user, team_a, inventory):
+    """Given three provisioning requests, one cancelled meanwhile, when a batch moves all three to running, then
+    the two still provisioning change with one event each and the cancelled one is left alone."""
+    from intake.services import TransitionChange, request_cancel, request_transition, request_transition_many
+
+    reqs = []
+    for name in ("b1", "b2", "b3"):
+        r = request_submit(user=engineer, team=team_a, name=name, raw_answers=VALID_ANSWERS)
+        request_transition(request_id=r.pk, to_status="approved", actor=None)
+        request_transition(request_id=r.pk, to_status="provisioning", actor=None)
+        reqs.append(r)
+    request_cancel(user=engineer, request_id=reqs[2].pk)
+
+    changed, refused = request_transition_many(changes=[
+        TransitionChange(request_id=r.pk, to_status="running", comment="all pods run", reason="AllRunning")
+        for r in reqs])
+
+    assert sorted(changed) == sorted(r.pk for r in reqs[:2]) and list(refused) == [reqs[2].pk]
+    assert [GpuRequest.objects.get(pk=r.pk).status for r in reqs] == ["running", "running", "cancelled"]
+    event = RequestEvent.objects.get(request=reqs[0], to_status="running")
+    assert (event.from_status, event.reason, event.actor) == ("provisioning", "AllRunning", None)
+    assert not RequestEvent.objects.filter(request=reqs[2], to_status="running").exists()
