@@ -1,7 +1,8 @@
 """Demo decisions for the quickstart register, recorded through the same services as the admin: gpu-east's
-scheduling model, gang backend and driver upgrades are signed off (with a planned upgrade); gpu-west's DRA
-decision is recorded but not signed off and nobody owns its drivers; and a policy draft that moves latency-
-sensitive inference from MIG slices to whole GPUs awaits review. Idempotent: what exists is left as it is."""
+scheduling model, gang backend and driver upgrades are signed off (with a planned upgrade), and so is moving its
+h100-train pool to DRA, which is not done yet (a conflict); gpu-west's DRA decision is recorded but not signed off
+and nobody owns its drivers; and a policy draft that moves latency-sensitive inference from MIG slices to whole
+GPUs awaits review. Idempotent: what exists is left as it is."""
 from __future__ import annotations
 
 import datetime
@@ -27,6 +28,9 @@ DECISIONS = [
     (DecisionArea.DRIVER_LIFECYCLE, "gpu-east", None, {}, "pat (GPU infrastructure)",
      "Drivers move one pool at a time in the monthly maintenance window, after the upgrade impact is checked.",
      "pat"),
+    (DecisionArea.SCHEDULING_MODEL, "gpu-east", "h100-train", {"scheduling_model": "dra"}, "training-infra",
+     "Training moves to DRA claims first; decided, not carried out yet (the register shows the conflict and what "
+     "the move changes).", "quinn"),
     (DecisionArea.SCHEDULING_MODEL, "gpu-west", None, {"scheduling_model": "dra"}, "platform-team",
      "B200 nodes are handed out by the NVIDIA DRA driver; not signed off until the 1.36 gates are reviewed.", None),
 ]

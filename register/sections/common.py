@@ -132,9 +132,16 @@ def decision_evidence(decision: PlatformDecision | None, scope: str = "") -> dic
     }  # fmt: skip
 
 
+# Decided values in words (scheduling models and gang backends).
+VALUE_WORDS = {"device_plugin": "device plugin", "dra": "DRA", "both": "both device plugin and DRA",
+               "volcano": "Volcano", "kai": "KAI Scheduler", "kueue": "Kueue", "native": "native Workload API",
+               "none": "no gang scheduler"}
+
+
 def draft_note(decision: PlatformDecision | None) -> list[str]:
     if decision is not None and not decision.is_signed_off:
-        what = f" ({decision.decided_value})" if decision.decided_value else ""
+        value = decision.decided_value
+        what = f" ({VALUE_WORDS.get(value, value)})" if value else ""
         return [f"A decision{what} owned by {decision.owner} is recorded but not signed off, so it does not count."]
     return []
 
