@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from intake.decisions import STRATEGY_WORDS
 from intake.models import GpuRequest
 
 from ..choices import Section, Verdict
@@ -84,12 +85,16 @@ def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> It
         return None
     synced = cluster.last_synced_at is not None
     pairs: dict[tuple[str, str], list[str]] = {}
-    dedicated, foreign, by_policy = [], set(), True
+    dedicated, misplaced, foreign, by_policy = [], [], set(), True
     for node in nodes:
         tenants = {}
         for pod in node.gpu_pods or []:
             tenant, known = _tenant(pod, requests)
             tenants.setdefault(tenant, []).append((pod, known))
+            request = requests.get(pod.get("request_id")) if known else None
+            if request is not None and request.decision.get("strategy") != TIME_SLICING:
+                misplaced.append({**_pod_ref(cluster, node, pod, request, pools_by_id),
+                                  "decided": request.decision.get("strategy")})
         if len(tenants) < 2:
             continue
         for a, b in itertools.combinations(sorted(tenants), 2):
@@ -107,8 +112,10 @@ def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> It
                     by_policy = False
     routes = _routes_to(snapshot, TIME_SLICING)
     signed_routes = [r for r in routes if r.signed_off_at and r.signed_off_by]
-    conflicts = [f"Request #{d['request_id']} {d['team']}/{d['name']} asked for dedicated GPUs but shares time-sliced "
-                 f"node {d['node']} with {', '.join(d['shares_with'])}." for d in dedicated]
+    conflicts = [f"#{m['request_id']} {m['team']}/{m['name']} was decided {STRATEGY_WORDS.get(m['decided'], m['decided'])}"
+                 f" but runs on time-sliced node {m['node']}." for m in misplaced]
+    conflicts += [f"#{d['request_id']} {d['team']}/{d['name']} asked for dedicated GPUs but shares time-sliced node "
+                  f"{d['node']} with {', '.join(d['shares_with'])}." for d in dedicated]
     decided = signed_routes and len(signed_routes) == len(routes) and (not pairs or (by_policy and not foreign))
     verdict = Verdict.CONFLICT if conflicts else (Verdict.DECIDED if decided else Verdict.INHERITED)
     fields = _rules_fields(signed_routes) if signed_routes else _unsigned_fields()
@@ -139,7 +146,8 @@ def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> It
             "check": "teams sharing time-sliced GPU nodes", "cluster": cluster.name, "observed": synced,
             "time_sliced_nodes": [n.name for n in nodes], "time_sliced_pools": [p.name for p in declared],
             "pairs": [{"teams": [a, b], "nodes": names} for (a, b), names in sorted(pairs.items())],
-            "dedicated_requests_sharing": dedicated, "tenants_outside_the_portal": sorted(foreign),
+            "dedicated_requests_sharing": dedicated, "decided_otherwise": misplaced,
+            "tenants_outside_the_portal": sorted(foreign),
             "routes": [r.key for r in routes], "conflicts": conflicts,
         },
         notes=notes,
