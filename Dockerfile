@@ -11,6 +11,7 @@ COPY portal ./portal
 COPY intake ./intake
 COPY provisioning ./provisioning
 COPY chargeback ./chargeback
+COPY register ./register
 # The pinned dependencies only: the project itself runs from /app (its source), not from site-packages.
 RUN pip install . && pip uninstall -y gpu-golden-path-portal
 COPY . .

@@ -127,6 +127,11 @@ def load_demo() -> dict:
     from chargeback.demo import load_demo_usage
 
     load_demo_usage(users={name: user for name, (user, _) in users.items()})
+    # --- platform decision register (branch register): some decisions signed off, some inherited ---
+    from register.demo import load_demo_register
+
+    load_demo_register(users={name: user for name, (user, _) in users.items()})
+    # --- end platform decision register ---
     return {name: token for name, (_, token) in users.items()}
 
 

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "intake",
     "provisioning",
     "chargeback",
+    "register",  # platform decision register (branch register)
 ]
 
 MIDDLEWARE = [

@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("provisioning.api.urls")),
     path("", include("portal.api.urls")),
     path("", include("chargeback.api.urls")),
+    path("", include("register.api.urls")),  # platform decision register (branch register)
 ]
 
 urlpatterns = [
@@ -28,6 +29,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("chargeback.urls")),
+    path("", include("register.urls")),  # platform decision register (branch register)
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]

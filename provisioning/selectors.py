@@ -128,17 +128,18 @@ def cluster_profile(*, cluster, pool) -> "ClusterProfile":
     )
 
 
-def team_spec(*, team, cluster=None) -> "TeamSpec":
+def team_spec(*, team, cluster=None, pools=None) -> "TeamSpec":
     """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
     cluster's pools: whole GPUs as devices, MIG as slices of each profile the cluster offers, time-slicing as
-    shares. Each cap alone allows the whole quota; the exact sum is enforced at approval."""
+    shares. Each cap alone allows the whole quota; the exact sum is enforced at approval. `pools`: the cluster's
+    pools already loaded (with their GPU model), for callers rendering many requests without a query each."""
     from .manifests.spec import TeamSpec
 
     quotas = {q.strategy: q.gpu_equivalents for q in team.gpu_quotas.all()}
     caps: dict[str, int] = {}
     if cluster is not None and quotas:
         catalogue = load_catalogue()
-        for pool in cluster.pools.select_related("gpu_model"):
+        for pool in (pools if pools is not None else cluster.pools.select_related("gpu_model")):
             if pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
                 caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
             elif pool.sharing_mode == SharingMode.TIME_SLICING and Strategy.TIME_SLICING in quotas:
@@ -473,9 +474,11 @@ def request_fit(*, gpu_request, user=None) -> dict:
     return {**base, "basis": basis, "synced_at": synced_at, "demand": demand_view, **answer.as_dict()}
 
 
-def driver_upgrade_impact(*, pool: NodePool, driver_version: str) -> dict:
+def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None) -> dict:
     """If `pool` moved to `driver_version`: the approved, provisioning, running and stalled requests placed on it
-    that could no longer be scheduled there (their driver floor, or the GPU's MIG minimum), with their owners."""
+    that could no longer be scheduled there (their driver floor, or the GPU's MIG minimum), with their owners.
+    `requests`: live requests already loaded (with team and requester), for callers asking about many pools;
+    those placed on this pool are checked."""
     from intake.models import GpuRequest
     from portal.errors import InvalidInput
 
@@ -487,11 +490,16 @@ def driver_upgrade_impact(*, pool: NodePool, driver_version: str) -> dict:
     def version_key(text: str) -> tuple[int, ...]:
         return tuple(int(p) for p in text.split(".") if p.isdigit())
 
-    requests = (
-        GpuRequest.objects.filter(status__in=HOLDING_STATUSES, decision__cluster=pool.cluster.name,
-                                  decision__node_pool=pool.name)
-        .select_related("team", "requested_by").order_by("id")
-    )
+    if requests is None:
+        requests = (
+            GpuRequest.objects.filter(status__in=HOLDING_STATUSES, decision__cluster=pool.cluster.name,
+                                      decision__node_pool=pool.name)
+            .select_related("team", "requested_by").order_by("id")
+        )
+    else:
+        requests = sorted((r for r in requests if r.status in HOLDING_STATUSES
+                           and r.decision.get("cluster") == pool.cluster.name
+                           and r.decision.get("node_pool") == pool.name), key=lambda r: r.pk)
     affected = []
     for request in requests:
         floor = (request.decision.get("driver") or {}).get("min_major") or request.answers.get("min_driver_major")

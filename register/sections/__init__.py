@@ -1,0 +1,6 @@
+"""The register's sections, one module each; every `build(snapshot)` returns a SectionResult."""
+from . import coverage, drivers, gang, isolation, scheduling, sharing
+
+BUILDERS = (sharing.build, scheduling.build, gang.build, isolation.build, drivers.build, coverage.build)
+
+__all__ = ["BUILDERS", "coverage", "drivers", "gang", "isolation", "scheduling", "sharing"]

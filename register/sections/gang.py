@@ -1,0 +1,135 @@
+"""3. Gang scheduling per cluster: the backend as declared and as discovery found it installed, the native Workload
+API's shape for the cluster's Kubernetes version, and, for the multi-pod requests of the window, how many stalled
+and the GPU-hours their stalls burnt (in SQL, `GangStall.objects.with_burnt`)."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+
+from intake.models import GpuRequest
+from provisioning.models import GangStall
+
+from ..choices import DecisionArea, Section, Verdict
+from .common import (
+    Item,
+    SectionResult,
+    Snapshot,
+    capitalised,
+    decision_evidence,
+    decision_fields,
+    draft_note,
+    plural,
+)
+from .scheduling import kubernetes_minor
+
+AREA = Section.GANG_SCHEDULING
+BACKEND_WORDS = {"volcano": "Volcano", "kai": "KAI Scheduler", "kueue": "Kueue", "native": "native Workload API",
+                 "none": "no gang scheduler"}
+
+# KEP-4671 by Kubernetes minor (reference §5.1): what the portal renders for `native`.
+NATIVE_SHAPES = {
+    34: None,
+    35: {"api_version": "scheduling.k8s.io/v1alpha1", "kinds": ["Workload"], "pod_field": "spec.workloadRef",
+         "stage": "alpha", "on_by_default": False},
+    36: {"api_version": "scheduling.k8s.io/v1alpha2", "kinds": ["Workload", "PodGroup"],
+         "pod_field": "spec.schedulingGroup.podGroupName", "stage": "alpha", "on_by_default": False},
+    37: {"api_version": "scheduling.k8s.io/v1beta1", "kinds": ["Workload", "PodGroup"],
+         "pod_field": "spec.schedulingGroup.podGroupName", "stage": "beta", "on_by_default": False},
+}
+
+
+def native_shape(version: str) -> dict | None:
+    shape = NATIVE_SHAPES.get(kubernetes_minor(version))
+    return dict(shape) if shape else None
+
+
+def _native_text(version: str, shape: dict | None) -> str:
+    if shape is None:
+        return f"Kubernetes {version} has no native gang API (the Workload API starts in 1.35)."
+    return (f"Native gang on Kubernetes {version}: {shape['api_version']} {' + '.join(shape['kinds'])}, pods join "
+            f"through {shape['pod_field']} ({shape['stage']}, off by default: the API and its feature gates must be "
+            "enabled).")
+
+
+def _multi_pod(snapshot: Snapshot) -> tuple[dict, dict]:
+    """Per cluster: multi-pod (gang) requests created in the window, and, for those, stalls and GPU-seconds
+    burnt up to now. Two queries."""
+    requests = dict(
+        GpuRequest.objects.filter(created_at__gte=snapshot.start, created_at__lte=snapshot.now)
+        .exclude(decision__gang=None).annotate(cluster=KeyTextTransform("cluster", "decision"))
+        .values_list("cluster").annotate(n=Count("id"))
+    )
+    stalls = {
+        row["cluster__name"]: row
+        for row in GangStall.objects.with_burnt(snapshot.now)
+        .filter(request__created_at__gte=snapshot.start, request__created_at__lte=snapshot.now)
+        .values("cluster__name")
+        .annotate(stalled=Count("request", distinct=True), stalls=Count("id"),
+                  open=Count("id", filter=Q(ended_at__isnull=True)), burnt=Sum("burnt_gpu_seconds"))
+    }
+    return requests, stalls
+
+
+def build(snapshot: Snapshot) -> SectionResult:
+    multi_pod, stalls = _multi_pod(snapshot)
+    items = []
+    for cluster in snapshot.clusters:
+        declared = cluster.gang_scheduler
+        installed = list(cluster.discovered_gang_schedulers or [])
+        installed_backends = [g.get("backend") for g in installed]
+        synced = cluster.last_synced_at is not None
+        shape = native_shape(cluster.kubernetes_version)
+        decision = snapshot.decision(DecisionArea.GANG_BACKEND, cluster)
+        conflicts = [d["message"] for d in cluster.discrepancies if d.get("field") == "gang_scheduler"]
+        if declared == "native" and shape is None:
+            conflicts.append(f"Declared the native Workload API on Kubernetes {cluster.kubernetes_version}, which "
+                             "has none.")
+        if declared == "native" and shape and synced and "native" in installed_backends:
+            served = next(g for g in installed if g.get("backend") == "native").get("versions") or []
+            expected = shape["api_version"].rsplit("/", 1)[1]
+            if expected not in served:
+                conflicts.append(f"The portal renders {shape['api_version']} for Kubernetes "
+                                 f"{cluster.kubernetes_version}; the API server serves {', '.join(served) or 'none'}.")
+        if decision is not None and decision.is_signed_off and decision.decided_value != declared:
+            conflicts.append(f"Signed off {BACKEND_WORDS.get(decision.decided_value, decision.decided_value)} "
+                             f"({decision.signed_off_by_name}, {decision.signed_off_at:%Y-%m-%d}), but the cluster "
+                             f"is set to {BACKEND_WORDS.get(declared, declared)}.")
+        verdict = Verdict.CONFLICT if conflicts else (
+            Verdict.DECIDED if decision is not None and decision.is_signed_off else Verdict.INHERITED)
+        count = multi_pod.get(cluster.name, 0)
+        stall = stalls.get(cluster.name) or {}
+        burnt_hours = (Decimal(stall.get("burnt") or 0) / Decimal(3600)).quantize(Decimal("0.001"))
+        installed_text = (", ".join(f"{g.get('backend')} ({', '.join(g.get('versions') or [])})" for g in installed)
+                          or "none") if synced else "not known (never synced)"
+        notes = list(conflicts) + draft_note(decision)
+        if verdict == Verdict.INHERITED and not draft_note(decision):
+            notes.append(f"{capitalised(BACKEND_WORDS.get(declared, declared))} is the cluster's setting; nobody "
+                         "signed it off.")
+        if declared == "native" or shape is None:
+            notes.append(_native_text(cluster.kubernetes_version, shape))
+        notes.append(f"{plural(count, 'multi-pod request')} in the last {snapshot.days} days; "
+                     f"{stall.get('stalled', 0)} stalled ({plural(stall.get('stalls', 0), 'stall')}), "
+                     f"{burnt_hours} GPU-hours burnt while waiting.")
+        items.append(Item(
+            area=AREA, subject=cluster.name,
+            state=f"{BACKEND_WORDS.get(declared, declared)} (cluster setting); installed: {installed_text}",
+            verdict=verdict, **decision_fields(decision),
+            evidence={
+                "cluster": cluster.name, "declared": declared, "synced": synced, "installed": installed,
+                "kubernetes_version": cluster.kubernetes_version, "native_api": shape,
+                "decision": decision_evidence(decision), "conflicts": conflicts,
+                "multi_pod_requests_in_window": count, "stalled_requests": stall.get("stalled", 0),
+                "stalls": stall.get("stalls", 0), "open_stalls": stall.get("open", 0),
+                "burnt_gpu_hours": str(burnt_hours),
+            },
+            notes=notes,
+        ))  # fmt: skip
+    burnt = sum((Decimal(s.get("burnt") or 0) for s in stalls.values()), Decimal(0))
+    summary = {
+        "multi_pod_requests_in_window": sum(multi_pod.values()),
+        "stalled_requests": sum(s.get("stalled", 0) for s in stalls.values()),
+        "burnt_gpu_hours": str((burnt / Decimal(3600)).quantize(Decimal("0.001"))),
+    }
+    return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary)
