@@ -65,6 +65,9 @@ MATRIX = [
     (("GET", "closed-period-list", {}, None), (401, 200, 200, 200, 200)),
     (("POST", "closed-period-list", {}, "closable"), (401, 403, 403, 201, 201)),
     (("GET", "usage-collection-list", {}, None), (401, 403, 403, 200, 200)),
+    (("GET", "register-api", {}, None), (401, 403, 403, 200, 403)),  # the platform team's register
+    (("GET", "register-api", {}, {"format": "md"}), (401, 403, 403, 200, 403)),
+    (("GET", "register:page", {}, None), (R, 403, 403, 200, 403)),
     (("GET", "schema", {}, None), (200, 200, 200, 200, 200)),  # no team data: public, like most API docs
     (("GET", "swagger-ui", {}, None), (200, 200, 200, 200, 200)),
     (("GET", "chargeback:report", {}, None), (R, 200, 200, 200, 200)),
@@ -132,7 +135,7 @@ def call(world, role, method, name, kwargs, body):
     concrete = {key: world["objects"].get(value, value) for key, value in kwargs.items()}
     url = reverse(name, kwargs=concrete)
     payload = world["bodies"][body] if isinstance(body, str) else body
-    if name.startswith(("web:", "chargeback:")) or name in {"logout", "login", "healthz", "readyz", "metrics",
+    if name.startswith(("web:", "chargeback:", "register:")) or name in {"logout", "login", "healthz", "readyz", "metrics",
                                                               "oidc_authentication_init", "swagger-ui"}:
         client = Client()
         if user:
