@@ -416,7 +416,7 @@ def usage_mark_waste(*, request_id: int, started_at: datetime, ended_at: datetim
         _lock_cluster(cluster)
     horizon = frozen_until()
     overlapping = list(
-        UsageInterval.objects.select_for_update()
+        UsageInterval.objects.select_for_update(no_key=True)
         .filter(request_id=request_id, category=Category.USAGE, started_at__lt=ended_at)
         .exclude(ended_at__isnull=False, ended_at__lte=started_at)
         .order_by("pod_uid", "started_at")
@@ -529,7 +529,7 @@ def rate_card_create(*, user, gpu_model: str, strategy: str, price_per_equivalen
 @transaction.atomic
 def rate_card_update(*, user, rate_card: RateCard, **changes) -> RateCard:
     _require_rates_role(user)
-    before = RateCard.objects.select_for_update().get(pk=rate_card.pk)
+    before = RateCard.objects.select_for_update(no_key=True).get(pk=rate_card.pk)
     rate_card_check(gpu_model=changes.get("gpu_model", before.gpu_model),
                     strategy=changes.get("strategy", before.strategy),
                     valid_from=changes.get("valid_from", before.valid_from), existing=before)

@@ -147,7 +147,7 @@ def request_transition(
     schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled).
     `expected_from`: the status the caller saw; if the request has moved on since, nothing happens (Conflict), so
     of many people acting on what they saw, exactly one wins."""
-    gpu_request = GpuRequest.objects.select_for_update().get(pk=request_id)
+    gpu_request = GpuRequest.objects.select_for_update(no_key=True).get(pk=request_id)
     from_status = gpu_request.status
     _check_expected(gpu_request, expected_from)
     _check_edge(gpu_request, to_status)
@@ -176,7 +176,7 @@ def request_transition_many(*, changes: list[TransitionChange], actor=None) -> t
     saved with one UPDATE and one event insert, and their follow-up work is scheduled. A request whose edge is
     not allowed any more (cancelled meanwhile, say) is left alone. Returns (ids changed, {id: why not})."""
     wanted = {change.request_id: change for change in changes}
-    locked = GpuRequest.objects.select_for_update().filter(pk__in=wanted).order_by("pk")
+    locked = GpuRequest.objects.select_for_update(no_key=True).filter(pk__in=wanted).order_by("pk")
     allowed, refused = [], {}
     for gpu_request in locked:
         change = wanted[gpu_request.pk]
@@ -261,13 +261,20 @@ class ApprovalCheck:
     note: str = ""
 
 
+def _lock_team_quota(team_id: int) -> None:
+    """Serialise approvals of one team (they sum its quota). FOR NO KEY UPDATE: it excludes other approvals but not
+    the FOR KEY SHARE locks that inserting a request (its foreign key to the team) takes, so a submission never
+    waits on, or deadlocks with, an approval. (A plain FOR UPDATE did deadlock under load: the fault tests.)"""
+    Team.objects.select_for_update(no_key=True).filter(pk=team_id).first()
+
+
 def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
     """Quota and fit for approving this request. Takes the team's row lock, so within the caller's transaction
     no other approval for the team can sum the same quota at the same time."""
     from provisioning.choices import FitVerdict
     from provisioning.selectors import request_fit
 
-    Team.objects.select_for_update().filter(pk=gpu_request.team_id).first()
+    _lock_team_quota(gpu_request.team_id)
     answer = request_fit(gpu_request=gpu_request)
     quota = answer["quota"]
     if quota["exceeded"]:
@@ -285,8 +292,8 @@ def _approve_checked(*, request_id: int, actor, comment: str, expected_from: str
     """Approve after the quota and fit checks, in one transaction holding the team's and the request's locks (in
     that order), so two concurrent approvals cannot both pass a quota that fits only one."""
     team_id = GpuRequest.objects.values_list("team_id", flat=True).get(pk=request_id)
-    Team.objects.select_for_update().filter(pk=team_id).first()
-    gpu_request = GpuRequest.objects.select_for_update(of=("self",)).select_related("team").get(pk=request_id)
+    _lock_team_quota(team_id)
+    gpu_request = GpuRequest.objects.select_for_update(no_key=True, of=("self",)).select_related("team").get(pk=request_id)
     _check_expected(gpu_request, expected_from)
     _check_edge(gpu_request, RequestStatus.APPROVED)
     check = approval_check(gpu_request=gpu_request)
@@ -331,7 +338,7 @@ def policy_version_draft_create(*, user, based_on: PolicyVersion | None = None, 
     """A new draft version holding a copy of the rules of `based_on` (the active version by default)."""
     if based_on is None:
         based_on = PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE).first()
-    number = (PolicyVersion.objects.select_for_update().order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    number = (PolicyVersion.objects.select_for_update(no_key=True).order_by("-number").values_list("number", flat=True).first() or 0) + 1
     draft = PolicyVersion.objects.create(number=number, based_on=based_on, created_by=user, notes=notes)
     if based_on is not None:
         Rule.objects.bulk_create(
@@ -366,7 +373,7 @@ def policy_version_sign_off(*, user, version_id: int, reviewed_digest: str, days
 
     if not is_platform(user):
         raise PermissionDenied("Only the platform team signs off routing policy.")
-    version = PolicyVersion.objects.select_for_update().get(pk=version_id)
+    version = PolicyVersion.objects.select_for_update(no_key=True).get(pk=version_id)
     if version.status != PolicyStatus.DRAFT:
         raise Conflict(f"Policy v{version.number} is {version.status}; only a draft can be signed off.")
     diff = policy_version_diff(version=version, days=days)

@@ -160,7 +160,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
 
     from .models import Node
 
-    cluster = Cluster.objects.select_for_update().get(pk=cluster_id)
+    cluster = Cluster.objects.select_for_update(no_key=True).get(pk=cluster_id)
     catalogue = load_catalogue()
     now = timezone.now()
     pool_label = f"{settings.PORTAL_LABEL_DOMAIN}/pool"

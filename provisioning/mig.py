@@ -95,7 +95,7 @@ def mig_plan_approve(*, user, plan_id: int) -> MigPlan:
     """Approve a draft; execution starts after commit and is carried on by the beat."""
     if not is_platform(user):
         raise PermissionDenied("Only the platform team approves MIG layout changes.")
-    plan = MigPlan.objects.select_for_update().select_related("cluster").get(pk=plan_id)
+    plan = MigPlan.objects.select_for_update(no_key=True, of=("self",)).select_related("cluster").get(pk=plan_id)
     if plan.status != MigPlanStatus.DRAFT:
         raise Conflict(f"MIG plan #{plan.pk} is {plan.status}; only a draft can be approved.")
     plan.status, plan.approved_by, plan.approved_at = MigPlanStatus.APPROVED, user, timezone.now()
@@ -113,7 +113,7 @@ def mig_plan_cancel(*, user, plan_id: int) -> MigPlan:
     """Discard a draft, or stop an approved plan before its first step started."""
     if not is_platform(user):
         raise PermissionDenied("Only the platform team cancels MIG plans.")
-    plan = MigPlan.objects.select_for_update().get(pk=plan_id)
+    plan = MigPlan.objects.select_for_update(no_key=True).get(pk=plan_id)
     started = plan.steps.exclude(state=MigStepState.PENDING).exists()
     if plan.status not in (MigPlanStatus.DRAFT, MigPlanStatus.APPROVED) or started:
         raise Conflict(f"MIG plan #{plan.pk} is {plan.status}; a plan that started changing nodes runs to its end.")
@@ -257,7 +257,7 @@ def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> s
 
     now = now or timezone.now()
     with transaction.atomic():
-        plan = (MigPlan.objects.select_for_update(skip_locked=True, of=("self",)).select_related("cluster")
+        plan = (MigPlan.objects.select_for_update(no_key=True, skip_locked=True, of=("self",)).select_related("cluster")
                 .filter(pk=plan_id).first())
         if plan is None:
             return "busy" if MigPlan.objects.filter(pk=plan_id).exists() else "gone"

@@ -475,7 +475,7 @@ def gang_notification_deliver(*, notification_id: int) -> str:
     """Send one notice, once: the row is locked while sending and marked sent in the same transaction, so a
     redelivered task finds it sent. A transient failure is recorded, then raised for the task to retry."""
     with transaction.atomic():
-        notification = GangNotification.objects.select_for_update().get(pk=notification_id)
+        notification = GangNotification.objects.select_for_update(no_key=True).get(pk=notification_id)
         if notification.status in (NotificationStatus.SENT, NotificationStatus.FAILED):
             return "skipped"
         notification.attempts += 1

@@ -127,7 +127,7 @@ class ApplyOutcome:
 
 
 def _job_for(gpu_request, kind: str):
-    job, _ = ProvisioningJob.objects.select_for_update().get_or_create(
+    job, _ = ProvisioningJob.objects.select_for_update(no_key=True).get_or_create(
         request=gpu_request, kind=kind, defaults={"cluster": cluster_for_request(gpu_request=gpu_request)}
     )
     return job
@@ -210,8 +210,8 @@ def _start(*, job_id: int, kind: str, after_attempt: int | None = None):
     message scheduled for that retry (`after_attempt`: the job's attempts when it was scheduled)."""
 
     with transaction.atomic():
-        job = ProvisioningJob.objects.select_for_update().select_related("cluster").get(pk=job_id)
-        gpu_request = GpuRequest.objects.select_for_update().select_related("team").get(pk=job.request_id)
+        job = ProvisioningJob.objects.select_for_update(no_key=True, of=("self",)).select_related("cluster").get(pk=job_id)
+        gpu_request = GpuRequest.objects.select_for_update(no_key=True, of=("self",)).select_related("team").get(pk=job.request_id)
         if job.status in JOB_FINISHED:
             return None
         if job.status == JobStatus.RETRYING and after_attempt != job.attempts:
@@ -290,7 +290,7 @@ def _apply(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
 def allocation_record(*, job_id: int, refs, objects) -> int:
 
 
-    job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
+    job = ProvisioningJob.objects.select_for_update(no_key=True, of=("self",)).select_related("request").get(pk=job_id)
     now = timezone.now()
     request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
     # Team-level objects (namespace, quota, queues) carry no request label: they outlive any one request.
@@ -325,7 +325,7 @@ def allocation_retrying(*, job_id: int, message: str) -> int:
 def allocation_fail(*, job_id: int, message: str) -> None:
     """The job failed for good: record why, and fail the request (if it was still being provisioned)."""
 
-    job = ProvisioningJob.objects.select_for_update().select_related("request").get(pk=job_id)
+    job = ProvisioningJob.objects.select_for_update(no_key=True, of=("self",)).select_related("request").get(pk=job_id)
     job.status, job.message, job.finished_at = JobStatus.FAILED, message, timezone.now()
     job.save()
     if job.kind == JobKind.APPLY and RequestStatus.FAILED in REQUEST_TRANSITIONS[job.request.status]:

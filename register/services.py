@@ -44,7 +44,7 @@ def platform_decision_record(*, user, area: str, cluster: Cluster, pool: NodePoo
     if not rationale:
         raise InvalidInput("Say why; the register shows it beside the decision.", field="rationale")
     if decision_id is not None:
-        decision = PlatformDecision.objects.select_for_update().filter(pk=decision_id).order_by("pk").first()
+        decision = PlatformDecision.objects.select_for_update(no_key=True).filter(pk=decision_id).order_by("pk").first()
         if decision is None:
             raise NotFound("No such decision.")
     else:
@@ -67,7 +67,7 @@ def platform_decision_sign_off(*, user, decision_id: int) -> PlatformDecision:
     """Sign off a recorded decision as it stands. It may say something the cluster does not do yet (a migration
     that is decided but not carried out): the register then shows it as a conflict until reality follows."""
     _require_platform(user, "signs off platform decisions")
-    decision = PlatformDecision.objects.select_for_update().filter(pk=decision_id).order_by("pk").first()
+    decision = PlatformDecision.objects.select_for_update(no_key=True).filter(pk=decision_id).order_by("pk").first()
     if decision is None:
         raise NotFound("No such decision.")
     decision.signed_off_by = user
@@ -93,7 +93,7 @@ def driver_upgrade_plan_record(*, user, cluster: Cluster, pool: NodePool | None 
     if status not in UpgradeStatus.values:
         raise InvalidInput(f"One of {', '.join(UpgradeStatus.values)}.", field="status")
     if plan_id is not None:
-        plan = DriverUpgradePlan.objects.select_for_update().filter(pk=plan_id).order_by("pk").first()
+        plan = DriverUpgradePlan.objects.select_for_update(no_key=True).filter(pk=plan_id).order_by("pk").first()
         if plan is None:
             raise NotFound("No such driver upgrade plan.")
     else:

@@ -106,3 +106,42 @@ def test_batch_transitions_check_each_edge_under_the_lock(engineer, platform_use
     event = RequestEvent.objects.get(request=reqs[0], to_status="running")
     assert (event.from_status, event.reason, event.actor) == ("provisioning", "AllRunning", None)
     assert not RequestEvent.objects.filter(request=reqs[2], to_status="running").exists()
+
+
+def test_a_submission_never_waits_for_the_approval_lock_on_its_team(engineer, platform_user, team_a, inventory):
+    """Regression (found by the PostgreSQL fault test as a deadlock under load): approvals lock their team to sum its
+    quota; a submission's foreign key to the team is checked at commit with FOR KEY SHARE (Django's foreign keys
+    are deferred). Given an approval holding the team lock, when a submission for that team commits, then it does
+    not wait (FOR NO KEY UPDATE; a FOR UPDATE made it wait here, and deadlock with a third transaction)."""
+    from django.db import OperationalError, connection, transaction
+
+    from intake.services import _lock_team_quota
+
+    locked, done = threading.Event(), threading.Event()
+    outcome = {}
+
+    def approval_holding_the_lock():
+        try:
+            with transaction.atomic():
+                _lock_team_quota(team_a.pk)
+                locked.set()
+                done.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=approval_holding_the_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL lock_timeout = '2s'")
+                request_submit(user=engineer, team=team_a, name="while-approving", raw_answers=VALID_ANSWERS)
+            outcome["ok"] = True
+        except OperationalError as exc:  # lock timeout: the commit waited for the team lock
+            outcome["error"] = str(exc)
+    finally:
+        done.set()
+        holder.join(10)
+    assert outcome == {"ok": True}
