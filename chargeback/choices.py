@@ -1,7 +1,5 @@
 from django.db import models
 
-from provisioning.choices import Strategy  # noqa: F401  (the same words as decisions, labels and rate cards)
-
 
 class Category(models.TextChoices):
     """What a stretch of GPU time was."""

@@ -14,15 +14,6 @@ def add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-def months_between(start: date, end: date) -> list[date]:
-    """First days of the months that [start, end) touches."""
-    months, current = [], month_start(start)
-    while current < end:
-        months.append(current)
-        current = add_months(current, 1)
-    return months
-
-
 def day_start(day: date) -> datetime:
     """00:00 UTC of a calendar day: the instant a period given as YYYY-MM-DD starts or ends."""
     return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)

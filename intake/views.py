@@ -16,10 +16,6 @@ from .choices import REQUEST_TERMINAL, RequestStatus
 from .forms import RequestForm
 
 
-def _requestable_teams(user):
-    return team_list_requestable(user=user)
-
-
 @login_required
 def home(request):
     return redirect("web:request-list")
@@ -38,7 +34,7 @@ def request_list(request):
 
 @login_required
 def request_new(request):
-    teams = _requestable_teams(request.user)
+    teams = team_list_requestable(user=request.user)
     if not teams.exists():
         messages.error(request, "You are not an engineer in any team, so you cannot request GPUs.")
         return redirect("web:request-list")
@@ -71,7 +67,7 @@ def _attach_error(form, exc: DomainError) -> None:
 @require_POST
 def request_preview(request):
     """htmx fragment: the decision for the answers so far, or why there is none yet."""
-    form = RequestForm(request.POST, teams=_requestable_teams(request.user), require_name=False)
+    form = RequestForm(request.POST, teams=team_list_requestable(user=request.user), require_name=False)
     context = {}
     if form.is_valid():
         try:

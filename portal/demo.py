@@ -2,7 +2,6 @@
 GPU usage (chargeback.demo), all made through the same services a real user goes through. Idempotent."""
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from intake.choices import RequestStatus
@@ -133,12 +132,3 @@ def load_demo() -> dict:
     load_demo_register(users={name: user for name, (user, _) in users.items()})
     # --- end platform decision register ---
     return {name: token for name, (_, token) in users.items()}
-
-
-def demo_logins() -> list[tuple[str, str, str]]:
-    user_model = get_user_model()
-    rows = []
-    for username, role, teams in USERS:
-        if user_model.objects.filter(username=username).exists():
-            rows.append((username, role, ", ".join(teams) or "all teams"))
-    return rows

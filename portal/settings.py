@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import dj_database_url
-from celery.schedules import crontab  # noqa: F401  (kept for schedules that want it)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -16,6 +16,7 @@ from intake.decisions import ClusterSpec, Inventory, PoolSpec
 from . import discovery, fit
 from .catalogue import load_catalogue
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
+from .manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
 from .models import Cluster, Node, NodePool, TeamQuota
 
 
@@ -99,10 +100,8 @@ def inventory_snapshot() -> Inventory:
 # --- renderer inputs: the only place that turns database rows into the renderer's plain dataclasses -----------
 
 
-def cluster_profile(*, cluster, pool) -> "ClusterProfile":
+def cluster_profile(*, cluster, pool) -> ClusterProfile:
     from django.conf import settings
-
-    from .manifests.spec import ClusterProfile, PoolProfile
 
     return ClusterProfile(
         name=cluster.name,
@@ -128,13 +127,11 @@ def cluster_profile(*, cluster, pool) -> "ClusterProfile":
     )
 
 
-def team_spec(*, team, cluster=None, pools=None) -> "TeamSpec":
+def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
     """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
     cluster's pools: whole GPUs as devices, MIG as slices of each profile the cluster offers, time-slicing as
     shares. Each cap alone allows the whole quota; the exact sum is enforced at approval. `pools`: the cluster's
     pools already loaded (with their GPU model), for callers rendering many requests without a query each."""
-    from .manifests.spec import TeamSpec
-
     quotas = {q.strategy: q.gpu_equivalents for q in team.gpu_quotas.all()}
     caps: dict[str, int] = {}
     if cluster is not None and quotas:
@@ -157,14 +154,12 @@ def team_spec(*, team, cluster=None, pools=None) -> "TeamSpec":
     return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps)
 
 
-def request_spec(*, gpu_request) -> "RequestSpec":
+def request_spec(*, gpu_request) -> RequestSpec:
     return request_spec_from(request_id=gpu_request.pk, name=gpu_request.name, team=gpu_request.team,
                              answers=gpu_request.answers, decision=gpu_request.decision)
 
 
-def request_spec_from(*, request_id: int, name: str, team, answers: dict, decision: dict) -> "RequestSpec":
-    from .manifests.spec import GangSpec, RequestSpec
-
+def request_spec_from(*, request_id: int, name: str, team, answers: dict, decision: dict) -> RequestSpec:
     model = load_catalogue().models.get(decision["gpu_model"])
     gang = decision.get("gang")
     return RequestSpec(
@@ -196,9 +191,7 @@ def manifests_render(*, team, request_id: int, name: str, answers: dict, decisio
     """Every object for one request, team objects first, in the order they are applied."""
     from .manifests import render_all
 
-    pool = NodePool.objects.select_related("cluster", "gpu_model").get(
-        cluster__name=decision["cluster"], name=decision["node_pool"]
-    )
+    pool = pool_for_decision(decision)
     return render_all(
         team_spec(team=team, cluster=pool.cluster),
         request_spec_from(request_id=request_id, name=name, team=team, answers=answers, decision=decision),
@@ -211,8 +204,8 @@ def request_manifests(*, gpu_request) -> list[dict]:
                             answers=gpu_request.answers, decision=gpu_request.decision)
 
 
-def pool_for_request(*, gpu_request) -> NodePool:
-    decision = gpu_request.decision
+def pool_for_decision(decision: dict) -> NodePool:
+    """The pool (with its cluster and GPU model) a decision placed the request on."""
     return NodePool.objects.select_related("cluster", "gpu_model").get(
         cluster__name=decision["cluster"], name=decision["node_pool"]
     )

@@ -6,14 +6,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.errors import InvalidInput, PermissionDenied
 from portal.roles import is_platform
 
 from .choices import Verdict
-from .models import DriverUpgradePlan, PlatformDecision
 from .sections import BUILDERS
 from .sections.common import Snapshot
 
@@ -55,11 +53,3 @@ def register_for(*, user, now=None, days=DEFAULT_DAYS) -> dict[str, Any]:
     if not is_platform(user):
         raise PermissionDenied("Only the platform team reads the decision register.")
     return register_build(now=now, days=days)
-
-
-def platform_decision_list() -> QuerySet[PlatformDecision]:
-    return PlatformDecision.objects.select_related("cluster", "pool").order_by("cluster__name", "pool__name", "area")
-
-
-def driver_upgrade_plan_list() -> QuerySet[DriverUpgradePlan]:
-    return DriverUpgradePlan.objects.select_related("cluster", "pool").order_by("planned_for", "id")

@@ -1,4 +1,5 @@
-"""Reads the live-cluster work needs: nodes, the portal's pods, and a bounded watch on those pods.
+"""Reads the status work needs: the server version, the portal's pods, and a bounded watch on those pods (nodes
+and the other inventory reads, paged, are in provisioning.kube.inventory).
 
 Everything comes back as plain dicts (typed models reject the incomplete objects some clusters serve), each with
 its apiVersion and kind filled in.
@@ -29,13 +30,6 @@ def server_version(kube: KubeClient) -> str:
     """The API server's gitVersion, e.g. "v1.35.2"."""
     with kube_errors("read /version"):
         return kube.dynamic.version["kubernetes"]["gitVersion"]
-
-
-def list_nodes(kube: KubeClient, *, label_selector: str | None = None) -> list[dict[str, Any]]:
-    resource = kube.resource("v1", "Node")
-    with kube_errors("list nodes"):
-        listed = kube.dynamic.get(resource, label_selector=label_selector, serializer=raw)
-    return with_type_meta(listed, resource)
 
 
 def list_pods(kube: KubeClient, *, label_selector: str, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ The rules, in the order they are applied (the first that holds decides):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 

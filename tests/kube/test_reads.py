@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from provisioning.kube.reads import list_nodes, list_pods, server_version, watch_pods
+from provisioning.kube.reads import list_pods, server_version, watch_pods
 
 NS = "team-a"
 REQUEST_LABEL = "gpu-portal.io/request-id"
@@ -61,14 +61,6 @@ def seeded(fake_kube):
 @pytest.mark.parametrize("fake_kube_version", ["v1.36.1"])
 def test_server_version(kube_client):
     assert server_version(kube_client) == "v1.36.1"
-
-
-def test_list_nodes_returns_plain_dicts_with_type_meta(seeded, kube_client):
-    nodes = list_nodes(kube_client, label_selector="nvidia.com/gpu.present=true")
-
-    assert [n["metadata"]["name"] for n in nodes] == ["gpu-1"]
-    assert (nodes[0]["apiVersion"], nodes[0]["kind"]) == ("v1", "Node")
-    assert nodes[0]["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H200"
 
 
 def test_list_pods_by_label_in_all_or_one_namespace(seeded, kube_client):
