@@ -65,6 +65,8 @@ REQUEST_TERMINAL = frozenset(
     {RequestStatus.REJECTED, RequestStatus.COMPLETED, RequestStatus.FAILED, RequestStatus.CANCELLED}
 )
 REQUEST_ACTIVE = frozenset(set(RequestStatus) - REQUEST_TERMINAL)
+# Requests that hold their GPUs (and count against the team's quota) until they end.
+REQUEST_HOLDING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.RUNNING, RequestStatus.STALLED)
 
 # The request state machine (DESIGN.md). The one table every transition is checked against.
 REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {

@@ -165,9 +165,95 @@ def _gb(value: float) -> str:
     return f"{value:g} GB"
 
 
-def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_models) -> list[_Candidate]:
+@dataclass(frozen=True)
+class DriverNeed:
+    """The NVIDIA driver a request needs: the strictest floor of the engineer's answer and the matching rules, and
+    the release branch a rule pins the class to. `floor_from` / `branch_from` are the rule that set them (None:
+    the engineer's answer)."""
+
+    min_major: int | None = None
+    branch: int | None = None
+    floor_from: RuleSpec | None = None
+    branch_from: RuleSpec | None = None
+    answered: int | None = None
+
+    def allows(self, driver_major: int | None) -> bool:
+        if self.min_major and (driver_major or 0) < self.min_major:
+            return False
+        return not self.branch or driver_major == self.branch
+
+    def words(self) -> str:
+        return f"driver {self.branch} branch" if self.branch else f"driver {self.min_major} or newer"
+
+
+def driver_need(answers: Answers, route: RuleSpec | None, guardrails: list[RuleSpec]) -> DriverNeed:
+    """Driver floors from the answer, the route and the matching guardrails: the stricter wins; a guardrail's
+    branch wins over the route's. A floor above the pinned branch can never be met."""
+    floor, floor_from = answers.min_driver_major, None
+    branch, branch_from = None, None
+    for rule in ([route] if route else []) + guardrails:
+        wanted = rule.outcome.get("driver") or {}
+        if wanted.get("min_major") and wanted["min_major"] > (floor or 0):
+            floor, floor_from = wanted["min_major"], rule
+        if wanted.get("branch"):
+            branch, branch_from = wanted["branch"], rule
+    if branch and floor and floor > branch:
+        who = "you asked for" if floor_from is None else f"rule {floor_from.key} sets"
+        raise PlacementImpossible(
+            f"Rule {branch_from.key} keeps this kind of workload on the NVIDIA {branch} driver branch, but {who} "
+            f"driver {floor} or newer: no node can meet both. Ask for a floor of {branch} or lower.",
+            field="min_driver_major",
+        )
+    if branch and not floor:
+        floor = branch
+    return DriverNeed(min_major=floor, branch=branch, floor_from=floor_from, branch_from=branch_from,
+                      answered=answers.min_driver_major)
+
+
+@dataclass(frozen=True)
+class _Skipped:
+    """A pool that offers the strategy and the memory but can never hold the request as asked."""
+
+    pool: str
+    why: str
+    field: str  # the answer to change
+
+
+# What one replica's devices are called, per strategy, to say why a pool is too small.
+_UNIT = {WHOLE_GPU: "GPU", MIG: "slice", TIME_SLICING: "time-sliced share"}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _devices_per_node(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None) -> int:
+    if strategy == MIG:
+        return pool.mig_profiles.get(profile.name, 0) * pool.gpus_per_node
+    if strategy == TIME_SLICING:
+        return pool.gpus_per_node * (pool.time_slicing_replicas or 1)
+    return pool.gpus_per_node
+
+
+def _size_refusal(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None, answers: Answers) -> _Skipped | None:
+    """Why the pool can never hold every replica at once, even empty; None when it can."""
+    name = f"{pool.cluster}/{pool.name}"
+    per_node = _devices_per_node(strategy, pool, profile)
+    unit = f"{profile.name} slice" if profile else _UNIT[strategy]
+    if per_node < answers.gpus_per_replica:
+        return _Skipped(name, f"its nodes have {_plural(per_node, unit)} each and a replica needs "
+                              f"{answers.gpus_per_replica} on one node", "gpus_per_replica")
+    most = (per_node // answers.gpus_per_replica) * pool.node_count
+    if most < answers.replicas:
+        return _Skipped(name, f"{_plural(pool.node_count, 'node')} of {_plural(per_node, unit)} hold at most "
+                              f"{most} of the {answers.replicas} replicas", "replicas")
+    return None
+
+
+def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_models,
+                driver: DriverNeed) -> tuple[list[_Candidate], list[_Skipped]]:
     per_device = answers.gpu_memory_gb / answers.gpus_per_replica
-    found = []
+    found, skipped = [], []
     for cluster, pool in inventory.pools():
         if pool.sharing_mode != SHARING_MODE[strategy]:
             continue
@@ -176,7 +262,7 @@ def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_m
         if pool.gpu_model not in inventory.catalogue.models:
             continue
         model = inventory.catalogue.model(pool.gpu_model)
-        if answers.min_driver_major and (pool.driver_major or 0) < answers.min_driver_major:
+        if not driver.allows(pool.driver_major):
             continue
         profile = None
         if strategy == MIG:
@@ -185,17 +271,26 @@ def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_m
             profile = model.mig.smallest_profile_covering(per_device, offered=set(pool.mig_profiles))
             if profile is None:
                 continue
-            if pool.mig_profiles.get(profile.name, 0) * pool.gpus_per_node < answers.gpus_per_replica:
-                continue
             memory = profile.memory_gb
         else:
             if model.memory_gb < per_device:
                 continue
-            if strategy == WHOLE_GPU and pool.gpus_per_node < answers.gpus_per_replica:
-                continue
             memory = model.memory_gb
+        refusal = _size_refusal(strategy, pool, profile, answers)
+        if refusal:
+            skipped.append(refusal)
+            continue
         found.append(_Candidate(cluster=cluster, pool=pool, profile=profile, gpu_memory_gb=memory))
-    return found
+    return found, skipped
+
+
+# One CUDA process enumerates one MIG device and slices have no P2P/NVLink between them; a time-sliced (or MPS)
+# share asked for twice can be the same GPU twice (NCCL "Duplicate GPU"), and the device plugin's
+# failRequestsGreaterThanOne refuses it (k8s-device-plugin v0.20 api/config/v1/config.go).
+ONE_DEVICE_PER_REPLICA = {
+    MIG: "a CUDA process sees one MIG device, and slices have no NVLink or peer-to-peer path between them",
+    TIME_SLICING: "two shares may be the same GPU twice, and the device plugin refuses a request for more than one",
+}
 
 
 def _rank(candidate: _Candidate) -> tuple:
@@ -249,22 +344,40 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
             fabric_isolation, fabric_rule = effect["fabric_isolation"], guardrail
             guardrails_applied.append(guardrail.key)
 
-    # 2. Placement: a pool that offers the strategy and holds the memory, smallest fit first.
+    driver = driver_need(answers, route, [g for g in policy.guardrails() if g.matches(answers)])
+
+    # 2. Placement: a pool that offers the strategy, holds the memory and could ever hold every replica at once,
+    # smallest fit first.
     allowed_models = tuple(outcome.get("gpu_models", ()))
     needs_gang = answers.workload_class == "training" and answers.replicas > 1
-    candidates = _candidates(strategy, answers, inventory, allowed_models)
-    fallback_from = None
-    if not candidates and strategy != WHOLE_GPU:
+    forbidden = {s for g in policy.guardrails() if g.matches(answers) for s in g.outcome.get("forbid_strategies", ())}
+    fallback_from, why = None, ""
+    if strategy in ONE_DEVICE_PER_REPLICA and answers.gpus_per_replica > 1:
+        stated = outcome.get("fallback_strategy") if route else None
+        if stated is None or stated in forbidden or stated in ONE_DEVICE_PER_REPLICA:
+            raise PlacementImpossible(
+                f"A replica can use only one {STRATEGY_WORDS[strategy]}: {ONE_DEVICE_PER_REPLICA[strategy]}. Ask "
+                "for 1 GPU per replica (and more replicas, or more memory), or for a workload class the policy "
+                "gives whole GPUs.",
+                field="gpus_per_replica",
+            )
+        fallback_from, strategy = strategy, stated
+        why = (f"a replica that needs {answers.gpus_per_replica} devices cannot use {STRATEGY_WORDS[fallback_from]}s: "
+               f"{ONE_DEVICE_PER_REPLICA[fallback_from]}")
+    candidates, skipped = _candidates(strategy, answers, inventory, allowed_models, driver)
+    if not candidates and strategy != WHOLE_GPU and not fallback_from:
         fallback = outcome.get("fallback_strategy", PLATFORM_DEFAULT_STRATEGY) if route else PLATFORM_DEFAULT_STRATEGY
-        forbidden = {s for g in policy.guardrails() if g.matches(answers) for s in g.outcome.get("forbid_strategies", ())}
         if fallback not in forbidden:
             fallback_from, strategy = strategy, fallback
-            candidates = _candidates(strategy, answers, inventory, allowed_models)
+            candidates, skipped_fallback = _candidates(strategy, answers, inventory, allowed_models, driver)
+            skipped += skipped_fallback
+    if not candidates and skipped:
+        raise PlacementImpossible(_too_small_message(skipped), field=_field_to_change(skipped))
     if not candidates:
-        raise PlacementImpossible(_no_pool_message(strategy, answers, inventory), field="gpu_memory_gb")
+        raise PlacementImpossible(_no_pool_message(strategy, answers, inventory, driver), field="gpu_memory_gb")
     if fallback_from:
         per_device = answers.gpu_memory_gb / answers.gpus_per_replica
-        why = (
+        why = why or (
             f"no pool offers a MIG profile that holds {_gb(per_device)}"
             if fallback_from == MIG
             else f"no pool offers a {STRATEGY_WORDS[fallback_from]} for this request"
@@ -311,7 +424,9 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     reasons.add(
         "node_pool",
         f"Pool {cluster.name}/{pool.name} is the first that fits, by GPU size and then by name"
-        + (" among clusters with a gang scheduler." if needs_gang else "."),
+        + (" among clusters with a gang scheduler." if needs_gang else ".")
+        + (" Skipped because they can never hold it: " + "; ".join(f"{s.pool} ({s.why})" for s in skipped) + "."
+           if skipped else ""),
     )
     scheduling_model = pool.scheduling_model or cluster.scheduling_model
     reasons.add(
@@ -349,15 +464,22 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         else:
             reasons.add("gang", text + " Multi-pod training is always gang-scheduled (platform default).")
 
-    # 5. Driver floor.
-    driver = {"min_major": answers.min_driver_major} if answers.min_driver_major else None
-    if driver:
-        reasons.add(
-            "driver",
-            f"Only nodes with NVIDIA driver {answers.min_driver_major} or newer (this pool runs "
-            f"{pool.driver_major or 'an unknown driver'}); you asked for this floor.",
-            source="answer",
-        )
+    # 5. Driver: the strictest floor of the answer and the rules, and a branch a rule pins the class to.
+    driver_decided = None
+    if driver.min_major:
+        driver_decided = {"min_major": driver.min_major, "branch": driver.branch}
+        runs = f"this pool runs {pool.driver_major or 'an unknown driver'}"
+        if driver.branch:
+            reasons.add("driver", f"Only nodes on the NVIDIA {driver.branch} driver branch ({runs}): "
+                                  f"{driver.branch_from.rationale}", driver.branch_from)
+        if driver.floor_from is not None:
+            stricter = f" (stricter than the {driver.answered} you asked for)" if driver.answered else ""
+            reasons.add("driver", f"Only nodes with NVIDIA driver {driver.min_major} or newer ({runs}): rule "
+                                  f"{driver.floor_from.key} sets this floor for this kind of workload{stricter}. "
+                                  f"{driver.floor_from.rationale}", driver.floor_from)
+        elif driver.answered:
+            reasons.add("driver", f"Only nodes with NVIDIA driver {driver.min_major} or newer ({runs}); you asked "
+                                  "for this floor.", source="answer")
 
     # 6. Size answers the engineer left at their defaults are inherited, and said so.
     for key, words in (("gpus_per_replica", "GPUs per replica"), ("replicas", "Replicas"),
@@ -365,14 +487,11 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         if key in answers.defaulted:
             reasons.add(key, f"{words} = {answers.get(key)}: you did not say, so the questionnaire default applies.")
 
-    auto_approve = bool(route and outcome.get("auto_approve"))
-    reasons.add(
-        "approval",
-        "Approved automatically: " + route.rationale if auto_approve else "The platform team reviews this request.",
-        route if auto_approve else None,
-    )
-
     equivalents_per_replica = _equivalents(strategy, chosen, inventory, answers.gpus_per_replica)
+    approval = auto_approval(route, strategy=strategy, fallback_from=fallback_from,
+                             gpu_equivalents=equivalents_per_replica * answers.replicas)
+    reasons.add("approval", approval.text, route if approval.rule_spoke else None)
+
     decision = {
         "strategy": strategy,
         "gpu_model": model.key,
@@ -383,14 +502,16 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "memory_isolation": memory_isolation,
         "fabric_isolation": fabric_isolation,
         "gang": gang,
-        "driver": driver,
+        "driver": driver_decided,
         "cluster": cluster.name,
         "node_pool": pool.name,
         "scheduling_model": scheduling_model,
         "policy_version": policy.version,
         "rule": route.key if route else None,
         "guardrails": sorted(set(guardrails_applied)),
-        "auto_approve": auto_approve,
+        "auto_approve": approval.granted,
+        "review_reasons": list(approval.review_codes),
+        "auto_approve_limits": approval.limits,
         "gpu_equivalents_per_replica": float(round(equivalents_per_replica, 6)),
         "gpu_equivalents": float(round(equivalents_per_replica * answers.replicas, 6)),
         "reasons": reasons.items,
@@ -399,7 +520,65 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     return decision
 
 
-def _no_pool_message(strategy: str, answers: Answers, inventory: Inventory) -> str:
+@dataclass(frozen=True)
+class AutoApproval:
+    """Whether the rule's automatic approval holds for what was actually decided. `review_codes` say, as stable
+    codes, what sent the request to the platform team instead; `limits` are the rule's caps that need the team's
+    state (checked when the request is submitted)."""
+
+    granted: bool
+    text: str
+    rule_spoke: bool
+    review_codes: tuple[str, ...] = ()
+    limits: dict = field(default_factory=dict)
+
+
+REVIEW = "The platform team reviews this request."
+
+
+def _number(value) -> str:
+    return f"{float(value):.3f}".rstrip("0").rstrip(".")
+
+
+def auto_approval(route: RuleSpec | None, *, strategy: str, fallback_from: str | None,
+                  gpu_equivalents: Fraction) -> AutoApproval:
+    """A rule approves automatically only what it decided itself: never after a strategy fallback or a guardrail
+    replaced its strategy, never above the per-request cap it states."""
+    if not (route and route.outcome.get("auto_approve")):
+        return AutoApproval(granted=False, text=REVIEW, rule_spoke=False)
+    limits = dict(route.outcome.get("auto_approve_limits") or {})
+    ruled = route.outcome["strategy"]
+    if fallback_from or strategy != ruled:
+        code = "StrategyFallback" if fallback_from else "GuardrailReplacedStrategy"
+        cause = "a fallback" if fallback_from else "a guardrail"
+        return AutoApproval(
+            granted=False, rule_spoke=True, review_codes=(code,), limits=limits,
+            text=f"Not approved automatically: rule {route.key} approves a {STRATEGY_WORDS[ruled]} without review, "
+                 f"but {cause} gave you a {STRATEGY_WORDS[strategy]}. {REVIEW}",
+        )
+    cap = limits.get("per_request")
+    if cap is not None and gpu_equivalents > Fraction(str(cap)):
+        return AutoApproval(
+            granted=False, rule_spoke=True, review_codes=("OverAutoApprovalRequestCap",), limits=limits,
+            text=f"Not approved automatically: {_number(gpu_equivalents)} GPU equivalents is more than the "
+                 f"{_number(cap)} rule {route.key} approves without review. {REVIEW}",
+        )
+    return AutoApproval(granted=True, rule_spoke=True, limits=limits,
+                        text="Approved automatically: " + route.rationale)
+
+
+def _too_small_message(skipped: list[_Skipped]) -> str:
+    pools = "; ".join(f"{s.pool}: {s.why}" for s in skipped)
+    change = "fewer replicas" if _field_to_change(skipped) == "replicas" else "fewer GPUs per replica"
+    return (f"No pool can ever hold this request, even with nothing else running ({pools}). Ask for {change}, or "
+            "ask the platform team for a bigger pool.")
+
+
+def _field_to_change(skipped: list[_Skipped]) -> str:
+    return "replicas" if any(s.field == "replicas" for s in skipped) else "gpus_per_replica"
+
+
+def _no_pool_message(strategy: str, answers: Answers, inventory: Inventory, driver: DriverNeed) -> str:
     per_device = answers.gpu_memory_gb / answers.gpus_per_replica
     largest = max((inventory.catalogue.model(p.gpu_model).memory_gb for _, p in inventory.pools()
                    if p.gpu_model in inventory.catalogue.models), default=0)
@@ -410,7 +589,7 @@ def _no_pool_message(strategy: str, answers: Answers, inventory: Inventory) -> s
             f"{_gb(per_device)} per GPU is more than the largest GPU here ({largest} GB). Use more GPUs per "
             "replica (memory is split across them) or less memory."
         )
-    floor = f" with driver {answers.min_driver_major} or newer" if answers.min_driver_major else ""
+    floor = f" with {driver.words()}" if driver.min_major else ""
     return (
         f"No pool offers a {STRATEGY_WORDS[strategy]}{floor} with {_gb(per_device)} per GPU and "
         f"{answers.gpus_per_replica} GPU(s) on one node."
@@ -439,7 +618,9 @@ def summarise(decision: dict, answers: Answers) -> str:
         parts.append(f"all {decision['gang']['min_members']} start together or not at all ({decision['gang']['backend']})")
     if decision["fabric_isolation"] == "tenant_exclusive":
         parts.append("no other tenant shares your NVLink domain")
-    if decision["driver"]:
+    if decision["driver"] and decision["driver"].get("branch"):
+        parts.append(f"only on nodes on the driver {decision['driver']['branch']} branch")
+    elif decision["driver"]:
         parts.append(f"only on nodes with driver {decision['driver']['min_major']} or newer")
     parts.append(f"on {decision['cluster']}/{decision['node_pool']}")
     parts.append("approved automatically" if decision["auto_approve"] else "after the platform team approves it")

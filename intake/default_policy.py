@@ -27,7 +27,8 @@ DEFAULT_RULES = [
         "kind": "route",
         "position": 30,
         "match": {"workload_class": ["development"], "data_sensitivity": ["standard"]},
-        "outcome": {"strategy": "time_slicing", "auto_approve": True},
+        "outcome": {"strategy": "time_slicing", "auto_approve": True,
+                    "auto_approve_limits": {"per_request": 1, "per_team": 2}},
         "rationale": "interactive development is idle most of the time; a time-sliced share is cheap and "
         "is approved without waiting.",
     },
@@ -36,7 +37,8 @@ DEFAULT_RULES = [
         "kind": "route",
         "position": 40,
         "match": {"workload_class": ["development"], "data_sensitivity": ["regulated"]},
-        "outcome": {"strategy": "mig", "fallback_strategy": "whole_gpu", "auto_approve": True},
+        "outcome": {"strategy": "mig", "fallback_strategy": "whole_gpu", "auto_approve": True,
+                    "auto_approve_limits": {"per_request": 1, "per_team": 2}},
         "rationale": "development on regulated data gets a hardware-isolated MIG slice, approved without waiting.",
     },
     {

@@ -5,8 +5,14 @@ from __future__ import annotations
 from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 
 STRATEGIES = ("whole_gpu", "mig", "time_slicing")
-ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "fabric_isolation", "gpu_models"}
-GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation"}
+ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "auto_approve_limits", "fabric_isolation",
+                      "gpu_models", "driver"}
+# What a rule that approves automatically may cap: GPU equivalents per request and held by a team at once under the
+# rule, and whether a team with no quota on the strategy is approved without review (never, unless said).
+AUTO_APPROVE_LIMIT_KEYS = {"per_request", "per_team", "without_quota"}
+GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation", "driver"}
+# A driver requirement: a floor (major version) and/or the release branch the class is kept on, e.g. 580.
+DRIVER_KEYS = {"min_major", "branch"}
 FABRIC_VALUES = ("shared", "tenant_exclusive")
 
 
@@ -35,6 +41,9 @@ def rule_validation_errors(*, kind: str, match, outcome) -> dict[str, list[str]]
         for flag in ("gang", "auto_approve"):
             if flag in outcome and not isinstance(outcome[flag], bool):
                 errors.setdefault("outcome", []).append(f"{flag} must be true or false.")
+        errors_limits = _auto_approve_limit_errors(outcome)
+        if errors_limits:
+            errors.setdefault("outcome", []).extend(errors_limits)
         if "gpu_models" in outcome and not (
             isinstance(outcome["gpu_models"], list) and all(isinstance(m, str) for m in outcome["gpu_models"])
         ):
@@ -45,8 +54,41 @@ def rule_validation_errors(*, kind: str, match, outcome) -> dict[str, list[str]]
             errors.setdefault("outcome", []).append(f"forbid_strategies must be a list drawn from {list(STRATEGIES)}.")
         if "replace_with" in outcome and (outcome["replace_with"] not in STRATEGIES or outcome["replace_with"] in forbid):
             errors.setdefault("outcome", []).append("replace_with must be a strategy that is not forbidden.")
-        if not forbid and "fabric_isolation" not in outcome:
-            errors.setdefault("outcome", []).append("A guardrail forbids strategies or sets fabric_isolation.")
+        if not forbid and "fabric_isolation" not in outcome and "driver" not in outcome:
+            errors.setdefault("outcome", []).append("A guardrail forbids strategies, sets fabric_isolation or a driver.")
+    if "driver" in outcome:
+        errors_driver = _driver_errors(outcome["driver"])
+        if errors_driver:
+            errors.setdefault("outcome", []).extend(errors_driver)
     if "fabric_isolation" in outcome and outcome["fabric_isolation"] not in FABRIC_VALUES:
         errors.setdefault("outcome", []).append(f"fabric_isolation must be one of {list(FABRIC_VALUES)}.")
     return errors
+
+
+def _auto_approve_limit_errors(outcome: dict) -> list[str]:
+    if "auto_approve_limits" not in outcome:
+        return []
+    limits = outcome["auto_approve_limits"]
+    if not outcome.get("auto_approve"):
+        return ["auto_approve_limits needs auto_approve: true."]
+    if not isinstance(limits, dict):
+        return ["auto_approve_limits must be an object with per_request, per_team and/or without_quota."]
+    errors = []
+    unknown = set(limits) - AUTO_APPROVE_LIMIT_KEYS
+    if unknown:
+        errors.append(f"auto_approve_limits: unknown keys {sorted(unknown)}; use {sorted(AUTO_APPROVE_LIMIT_KEYS)}.")
+    for key in ("per_request", "per_team"):
+        value = limits.get(key)
+        if key in limits and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 10000):
+            errors.append(f"auto_approve_limits.{key} must be a number of GPU equivalents above 0 (at most 10000).")
+    if "without_quota" in limits and not isinstance(limits["without_quota"], bool):
+        errors.append("auto_approve_limits.without_quota must be true or false.")
+    return errors
+
+
+def _driver_errors(driver) -> list[str]:
+    if not isinstance(driver, dict) or not driver or set(driver) - DRIVER_KEYS:
+        return ["driver must be an object with min_major and/or branch (NVIDIA driver major versions, e.g. 580)."]
+    return [f"driver.{key} must be a driver major version between 400 and 999."
+            for key, value in sorted(driver.items())
+            if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 999]

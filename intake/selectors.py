@@ -1,12 +1,16 @@
 """Reads for policy and requests. Team visibility always comes from portal.selectors."""
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet, prefetch_related_objects
+from decimal import Decimal
+
+from django.db.models import DecimalField, Prefetch, QuerySet, Sum, prefetch_related_objects
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from portal.errors import NotFound
 from portal.selectors import team_visible_ids
 
-from .choices import REQUEST_TERMINAL, PolicyStatus
+from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus
 from .decisions import PolicySpec, RuleSpec
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
@@ -131,3 +135,11 @@ def request_catalog_list(*, user, filters=None) -> QuerySet[GpuRequest]:
     if not (filters and filters.get("status")):
         queryset = queryset.exclude(status__in=sorted(REQUEST_TERMINAL))
     return queryset.prefetch_related(None)
+
+
+def team_held_under_rule(*, team, rule_key: str) -> Decimal:
+    """GPU equivalents the team holds at once (approved to stalled) through requests decided by this rule."""
+    total = GpuRequest.objects.filter(team=team, rule_key=rule_key, status__in=REQUEST_HOLDING).aggregate(
+        total=Sum(Cast(KeyTextTransform("gpu_equivalents", "decision"), DecimalField(max_digits=14, decimal_places=6)))
+    )["total"]
+    return Decimal(total or 0)

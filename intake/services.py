@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Value, When
@@ -11,16 +12,16 @@ from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team, slug_validator
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for
-from provisioning.selectors import inventory_snapshot
+from provisioning.selectors import inventory_snapshot, team_quota_state
 
 from . import events
 from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
-from .decisions import Answers, PlacementImpossible, decide
+from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers
-from .selectors import policy_current, policy_spec
+from .selectors import policy_current, policy_spec, team_held_under_rule
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,11 @@ def _require_request_rights(*, user, team: Team) -> None:
         raise PermissionDenied(f"You cannot request GPUs for team {team.slug}: you are not an engineer in it.")
 
 
-def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None) -> Evaluation:
+def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None,
+                     team: Team | None = None) -> Evaluation:
     """Answers -> decision under a policy version (the active one by default). Stores nothing.
-    `raw_answers` may be already normalised (the API's serializer does that), keeping what was defaulted."""
+    `raw_answers` may be already normalised (the API's serializer does that), keeping what was defaulted.
+    With `team`, a rule's automatic approval is also held against the team's quota and the rule's per-team cap."""
     try:
         answers = raw_answers if isinstance(raw_answers, NormalisedAnswers) else normalise_answers(raw_answers)
     except AnswersInvalid as exc:
@@ -62,7 +65,49 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         )
     except PlacementImpossible as exc:
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
+    if team is not None:
+        decision = auto_approval_team_gate(team=team, decision=decision)
     return Evaluation(answers=answers, decision=decision, policy_version=version)
+
+
+def _team_gate_refusal(*, team: Team, decision: dict) -> tuple[str, str] | None:
+    """(code, text) when the team's state keeps a rule's automatic approval from holding."""
+    strategy, rule, limits = decision["strategy"], decision["rule"], decision.get("auto_approve_limits") or {}
+    words = STRATEGY_WORDS[strategy]
+    quota = team_quota_state(team=team, strategy=strategy, requested=decision["gpu_equivalents"])
+    if quota.limit is None and not limits.get("without_quota"):
+        return ("NoQuota", f"Not approved automatically: team {team.slug} has no {words} quota, and rule {rule} "
+                           f"does not approve work of teams without one. {REVIEW}")
+    cap = limits.get("per_team")
+    if cap is not None:
+        held = team_held_under_rule(team=team, rule_key=rule)
+        would_hold = held + Decimal(str(decision["gpu_equivalents"]))
+        if would_hold > Decimal(str(cap)):
+            return ("OverAutoApprovalTeamCap",
+                    f"Not approved automatically: team {team.slug} would hold {_figure(would_hold)} GPU equivalents "
+                    f"under rule {rule} ({_figure(held)} held), more than the {_figure(cap)} it approves without "
+                    f"review at once. {REVIEW}")
+    return None
+
+
+def _figure(value) -> str:
+    return f"{Decimal(str(value)):.3f}".rstrip("0").rstrip(".")
+
+
+def auto_approval_team_gate(*, team: Team, decision: dict) -> dict:
+    """The decision, with its automatic approval withdrawn (and the reason said) if the team has no quota on the
+    strategy or would pass the rule's per-team cap. Reads the team's state; call it under the team's lock where
+    the answer is acted on."""
+    if not decision["auto_approve"]:
+        return decision
+    refusal = _team_gate_refusal(team=team, decision=decision)
+    if refusal is None:
+        return decision
+    code, text = refusal
+    gated = {**decision, "auto_approve": False, "review_reasons": [*decision.get("review_reasons", ()), code],
+             "reasons": [{**r, "text": text} if r["field"] == "approval" else r for r in decision["reasons"]]}
+    gated["summary"] = summarise(gated, None)
+    return gated
 
 
 @dataclass(frozen=True)
@@ -77,7 +122,7 @@ def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> 
     from provisioning.selectors import manifests_render
 
     _require_request_rights(user=user, team=team)
-    evaluation = request_evaluate(raw_answers=raw_answers)
+    evaluation = request_evaluate(raw_answers=raw_answers, team=team)
     try:
         manifests = manifests_render(team=team, request_id=0, name=name, answers=evaluation.answers.values,
                                      decision=evaluation.decision)
@@ -99,6 +144,10 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         ) from None
     evaluation = request_evaluate(raw_answers=raw_answers)
     decision = evaluation.decision
+    if decision["auto_approve"]:
+        # Under the team's lock, so two submissions cannot both fit under the rule's per-team cap.
+        _lock_team_quota(team.pk)
+        decision = auto_approval_team_gate(team=team, decision=decision)
     try:
         with transaction.atomic():
             gpu_request = GpuRequest.objects.create(
@@ -121,6 +170,9 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
     events.event_transition(
         request=gpu_request, actor=user, from_status="", to_status=RequestStatus.PENDING_APPROVAL, comment="Submitted."
     )
+    if decision.get("review_reasons"):
+        approval_reason = next(r["text"] for r in decision["reasons"] if r["field"] == "approval")
+        events.event_note(request=gpu_request, reason=decision["review_reasons"][-1], comment=approval_reason)
     if decision["auto_approve"]:
         # --- live: an automatic approval passes the same quota and capacity checks (branch live) ---
         check = approval_check(gpu_request=gpu_request)

@@ -60,6 +60,7 @@ class Demand:
     profile: str | None = None  # MIG: the slice; also pins MIG `single` nodes to that profile
     min_driver_major: int | None = None
     tolerations: tuple[Mapping[str, str], ...] = ()
+    driver_branch: int | None = None
 
 
 @dataclass
@@ -120,6 +121,8 @@ def _exclusion(node: NodeSlot, demand: Demand) -> str | None:
         return f"has {node.gpu_model or 'unknown'} GPUs, not {demand.gpu_model}"
     if demand.min_driver_major and (node.driver_major or 0) < demand.min_driver_major:
         return f"runs driver {node.driver_major or 'unknown'}, below the floor {demand.min_driver_major}"
+    if demand.driver_branch and node.driver_major != demand.driver_branch:
+        return f"runs driver {node.driver_major or 'unknown'}, not the {demand.driver_branch} branch"
     if not _offers(node, demand):
         return f"offers no {demand.unit}"
     if not node.schedulable:

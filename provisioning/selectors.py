@@ -11,6 +11,7 @@ from django.db.models import DecimalField, Prefetch, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
+from intake.choices import REQUEST_HOLDING
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
 
 from . import discovery, fit
@@ -182,6 +183,7 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         gang=GangSpec(min_members=gang["min_members"], backend=gang["backend"]) if gang else None,
         driver_min_major=(decision.get("driver") or {}).get("min_major"),
         gpu_equivalents_per_replica=f"{decision['gpu_equivalents_per_replica']:.6f}",
+        driver_branch=(decision.get("driver") or {}).get("branch"),
     )
 
 
@@ -217,8 +219,7 @@ def cluster_for_request(*, gpu_request) -> Cluster:
 
 # --- live cluster operations: capacity, the fit check, quotas and driver upgrade impact (branch live) ---------
 
-# Requests that hold their GPUs (and count against the team's quota) until they end.
-HOLDING_STATUSES = ("approved", "provisioning", "running", "stalled")
+HOLDING_STATUSES = tuple(str(s) for s in REQUEST_HOLDING)
 QUOTA_WORDS = {Strategy.WHOLE_GPU: "whole-GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-sliced"}
 DRIVER_VERSION_RE = re.compile(r"^\d{3}(\.\d+){0,2}$")
 
@@ -323,6 +324,7 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
         resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
         gpu_model=decision["gpu_model"], unit=unit, profile=profile if strategy == Strategy.MIG else None,
         min_driver_major=(decision.get("driver") or {}).get("min_major"),
+        driver_branch=(decision.get("driver") or {}).get("branch"),
         tolerations=tuple({"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
                           for t in pool.taints or ()),
     )  # fmt: skip
@@ -495,9 +497,13 @@ def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None)
                            and r.decision.get("node_pool") == pool.name), key=lambda r: r.pk)
     affected = []
     for request in requests:
-        floor = (request.decision.get("driver") or {}).get("min_major") or request.answers.get("min_driver_major")
+        # The decided requirement: the strictest floor of the answer and the policy's rules, and a pinned branch.
+        driver = request.decision.get("driver") or {}
+        floor = driver.get("min_major") or request.answers.get("min_driver_major")
         reasons = []
-        if floor and int(floor) > major:
+        if driver.get("branch") and int(driver["branch"]) != major:
+            reasons.append(f"is kept on the driver {driver['branch']} branch")
+        elif floor and int(floor) > major:
             reasons.append(f"asks for driver {floor} or newer")
         model = catalogue.models.get(request.decision.get("gpu_model", ""))
         if request.strategy == Strategy.MIG and model and model.mig and (

@@ -69,6 +69,14 @@ class GangSerializer(serializers.Serializer):
 
 class DriverSerializer(serializers.Serializer):
     min_major = serializers.IntegerField()
+    branch = serializers.IntegerField(allow_null=True, default=None,
+                                      help_text="the driver release branch a rule keeps the class on, e.g. 580")
+
+
+class AutoApproveLimitsSerializer(serializers.Serializer):
+    per_request = serializers.FloatField(required=False, help_text="GPU equivalents a request")
+    per_team = serializers.FloatField(required=False, help_text="GPU equivalents a team holds at once under the rule")
+    without_quota = serializers.BooleanField(required=False, help_text="also for teams with no quota on the strategy")
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -89,6 +97,12 @@ class DecisionSerializer(serializers.Serializer):
     rule = serializers.CharField(allow_null=True, help_text="the route rule that decided; null = platform default")
     guardrails = serializers.ListField(child=serializers.CharField())
     auto_approve = serializers.BooleanField()
+    review_reasons = serializers.ListField(
+        child=serializers.CharField(), default=list,
+        help_text="why a rule's automatic approval did not hold, as stable codes: StrategyFallback, "
+                  "GuardrailReplacedStrategy, OverAutoApprovalRequestCap, NoQuota, OverAutoApprovalTeamCap",
+    )
+    auto_approve_limits = AutoApproveLimitsSerializer(default=dict, help_text="the deciding rule's caps, if any")
     gpu_equivalents_per_replica = serializers.FloatField()
     gpu_equivalents = serializers.FloatField()
     reasons = ReasonSerializer(many=True)

@@ -25,6 +25,8 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
         expressions.append(
             {"key": DRIVER_MAJOR_LABEL, "operator": "Gt", "values": [str(int(request.driver_min_major) - 1)]}
         )
+    if request.driver_branch:
+        expressions.append({"key": DRIVER_MAJOR_LABEL, "operator": "In", "values": [str(int(request.driver_branch))]})
     return expressions
 
 

@@ -172,6 +172,10 @@ def device_selectors(ctx: RenderContext) -> list[dict]:
         expressions.append(
             f"'driverVersion' in {ATTR} && {ATTR}.driverVersion.major() >= {int(request.driver_min_major)}"
         )
+    if request.driver_branch:
+        expressions.append(
+            f"'driverVersion' in {ATTR} && {ATTR}.driverVersion.major() == {int(request.driver_branch)}"
+        )
     return [{"cel": {"expression": expression}} for expression in expressions]
 
 

@@ -43,6 +43,7 @@ class RequestSpec:
     gang: GangSpec | None
     driver_min_major: int | None
     gpu_equivalents_per_replica: str  # exact decimal string, e.g. "0.142857" (annotation for metering)
+    driver_branch: int | None = None  # the release branch a rule keeps the class on: the driver major must equal it
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def _rule_state(rule) -> str:
         if outcome.get("fabric_isolation"):
             extras.append(f"{words(outcome['fabric_isolation'])} fabric")
         if outcome.get("auto_approve"):
-            extras.append("approved automatically")
+            extras.append("approved automatically" + _auto_approve_caps(outcome.get("auto_approve_limits") or {}))
         return text + (f" ({', '.join(extras)})" if extras else "")
     effects = []
     if outcome.get("forbid_strategies"):
@@ -169,3 +169,14 @@ def build(snapshot: Snapshot) -> SectionResult:
                  f"default; {plural(summary['requests_falling_through_in_window'], 'request')} took that path in the "
                  f"last {snapshot.days} days."]
     return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary, notes=notes)
+
+
+def _auto_approve_caps(limits: dict) -> str:
+    caps = []
+    if "per_request" in limits:
+        caps.append(f"up to {limits['per_request']:g} GPU equivalents a request")
+    if "per_team" in limits:
+        caps.append(f"{limits['per_team']:g} a team at once")
+    if limits.get("without_quota"):
+        caps.append("also for teams without a quota")
+    return f" {', '.join(caps)}" if caps else ""

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from intake.models import GpuRequest, RequestEvent
 from intake.services import request_submit
+from provisioning.inventory import team_quota_set
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +75,8 @@ def test_create_returns_the_request_with_defaults_filled_in(api, engineer, team_
 
 
 def test_development_requests_are_approved_automatically(api, engineer, team_a, inventory):
+    # Only for a team with a quota on the strategy (tests/intake/test_auto_approval.py: without one it is reviewed).
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=1)
     answers = {"workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
                "image": "jupyter/base-notebook:latest"}
     body = api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": "nb", "answers": answers},
@@ -177,6 +180,7 @@ def test_platform_and_finance_see_every_team(request, api, role_fixture, enginee
 
 def test_list_filters_by_status_team_and_workload_class(api, platform_user, engineer, engineer_b, team_a, team_b, inventory):
     a = submit(engineer, team_a, "a")
+    team_quota_set(team=team_b, strategy="time_slicing", gpu_equivalents=1)  # so the rule approves it automatically
     submit(engineer_b, team_b, "b", workload_class="development", tenancy="dedicated", latency="batch")
     client = api(platform_user)
     assert [r["id"] for r in client.get("/api/v1/requests/?team=team-a").json()["results"]] == [a.pk]

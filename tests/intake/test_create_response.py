@@ -2,6 +2,7 @@
 it must be exactly what reading the request returns."""
 import pytest
 
+from provisioning.inventory import team_quota_set
 from tests.conftest import VALID_ANSWERS
 
 pytestmark = pytest.mark.django_db
@@ -12,6 +13,7 @@ DEVELOPMENT = {"workload_class": "development", "tenancy": "multi_tenant", "late
 
 @pytest.mark.parametrize("answers, status", [(VALID_ANSWERS, "pending_approval"), (DEVELOPMENT, "approved")])
 def test_the_create_answer_is_the_stored_request(api, engineer, team_a, inventory, answers, status):
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=1)  # the rule approves only with a quota
     client = api(engineer)
     created = client.post("/api/v1/requests/", {"team": "team-a", "name": "same", "answers": answers}, format="json")
     assert created.status_code == 201 and created.json()["status"] == status

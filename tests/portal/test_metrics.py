@@ -13,6 +13,7 @@ from intake.choices import RequestStatus
 from intake.models import RequestEvent
 from intake.services import request_approve, request_reject, request_submit, request_transition
 from portal import metrics
+from provisioning.inventory import team_quota_set
 from tests.conftest import VALID_ANSWERS
 
 pytestmark = pytest.mark.django_db
@@ -61,6 +62,7 @@ def scenario(inventory, engineer, team_a, platform_user, platform_user_2):
     backdate_submission(rejected, 600)
     request_reject(user=platform_user, request_id=rejected.pk, comment="use serve-a")
 
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=1)  # the rule approves only with a quota
     notebook = request_submit(user=engineer, team=team_a, name="nb", raw_answers={
         "workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
         "image": "jupyter/base-notebook:latest"})

@@ -8,7 +8,7 @@ from django.test import Client
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit
 from portal.errors import Conflict
-from provisioning.inventory import inventory_sync, team_quota_set
+from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
 from tests.conftest import VALID_ANSWERS
 from tests.kube import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
@@ -100,14 +100,16 @@ def test_a_request_that_can_never_fit_is_refused_at_approval(api, engineer, team
 
 
 def test_a_cluster_never_synced_is_judged_on_its_declared_pools(api, engineer, team_a, inventory):
-    gpu_request = request_submit(user=engineer, team=team_a, name="train", raw_answers={**TRAINING, "replicas": 5})
+    gpu_request = request_submit(user=engineer, team=team_a, name="train", raw_answers={**TRAINING, "replicas": 4})
+    # The platform team shrinks the pool after the decision (the decision itself skips pools that never fit).
+    cluster_declare(name="gpu-east", pools=[{"name": "h100-train", "gpu_model": "H100-80GB", "node_count": 3}])
 
     body = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/fit/").json()
 
     assert body["basis"] == "declared" and body["synced_at"] is None and body["verdict"] == "never"
     assert body["reason"] == ("Based on the declared pool (gpu-east has never been synced, so running work is not "
-                              "known): The gang needs 5 pods of 8 GPUs per pod at once but the pool's schedulable "
-                              "nodes can hold at most 4 even with nothing else running.")
+                              "known): The gang needs 4 pods of 8 GPUs per pod at once but the pool's schedulable "
+                              "nodes can hold at most 3 even with nothing else running.")
 
 
 def test_fit_endpoint_visibility(api, engineer, engineer_b, finance_user, platform_user, team_a, inventory):

@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from chargeback.models import UsageInterval
+from provisioning.inventory import team_quota_set
 from register.sections import coverage
 from tests.register.conftest import INFERENCE, NOTEBOOK, build_section, item
 
@@ -61,6 +62,7 @@ def test_attributed_versus_unattributed_gpu_hours_clipped_to_the_window(inventor
 def test_fully_attributed_hours_of_approved_requests_are_decided_by_their_approvers(inventory, engineer, team_a,
                                                                                    place, now):
     chat = place(engineer, team_a, "chat", INFERENCE)  # approved by pat
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=1)  # the rule approves only with a quota
     notebook = place(engineer, team_a, "notebook", NOTEBOOK)  # approved automatically by its rule
     interval(request=chat, start=now - 4 * HOUR, end=now)
     interval(request=notebook, start=now - 4 * HOUR, end=now, strategy="time_slicing", num=1, den=4)

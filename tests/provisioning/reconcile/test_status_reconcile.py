@@ -11,6 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from intake.models import GpuRequest, RequestEvent
 from intake.services import request_cancel
+from provisioning.inventory import cluster_declare
 from provisioning.models import Cluster, GangNotification, GangPolicy, GangStall
 from provisioning.reconciliation import status_reconcile
 from tests.conftest import VALID_ANSWERS
@@ -84,6 +85,8 @@ def test_a_cycles_query_count_does_not_grow_with_pods_or_with_quiet_requests(pro
     first_10, quiet_10 = queries(few, 5), queries(few, 5)  # two requests become running, then nothing changes
     for gpu_request in few:
         request_cancel(user=engineer, request_id=gpu_request.pk)
+    # 100 replicas each: a pool that can hold them (the decision skips pools that never could).
+    cluster_declare(name="gpu-east", pools=[{"name": "h200-mig", "gpu_model": "H200-141GB", "node_count": 8}])
     many = [serving(f"many-{i}", 100) for i in range(2)]
     first_200, quiet_200 = queries(many, 100), queries(many, 100)
 
