@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 from typing import Iterable
 
 STRATEGY_COLOURS = {"whole_gpu": "#0b6bcb", "mig": "#1a7f37", "time_slicing": "#c27c0e"}
@@ -71,7 +71,8 @@ def stacked_bars(
                     key=lambda s: (list(STRATEGY_COLOURS).index(s) if s in STRATEGY_COLOURS else 99, s))
     maximum = max((sum(bucket.values()) for bucket in totals.values()), default=Decimal(0))
     step = _nice_step(maximum)
-    axis_max = step * max(1, -(-maximum // step)) if maximum else step
+    # Round up to whole steps (Decimal's // truncates, which cut the axis below the largest bar).
+    axis_max = step * max(1, int((maximum / step).to_integral_value(rounding=ROUND_CEILING))) if maximum else step
     plot_width = width - plot_left - 20
     scale = plot_width / float(axis_max)
     bars = []

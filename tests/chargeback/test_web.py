@@ -215,3 +215,33 @@ def test_load_demo_command_still_prints_the_logins(capsys):
     call_command("load_demo")
     assert "fiona" in capsys.readouterr().out
     assert UsageInterval.objects.filter(is_demo=True).exists()
+
+
+def _svg_geometry(page: str) -> tuple[list[tuple[float, float]], list[tuple[float, str]]]:
+    import re
+
+    svg = page[page.index('<svg'):page.index('</svg>')]
+    rects = [(float(x), float(w)) for x, w in re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', svg)]
+    ticks = [(float(x), label) for x, label in
+             re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="middle" fill="#5b6776">([^<]+)</text>', svg)]
+    return rects, ticks
+
+
+def test_the_axis_covers_the_largest_bar_and_every_segment_stays_in_the_frame(requests_a, team_b, engineer_b,
+                                                                            finance_user):
+    # team-b: 206 whole-GPU hours + 36 more = 242 hours; the axis used to stop at 200 (Decimal // truncates).
+    b_request = make_request(team_b, engineer_b, strategy="whole_gpu", gpu_model="H100-80GB", name="b-train")
+    b_other = make_request(team_b, engineer_b, strategy="whole_gpu", gpu_model="H100-80GB", name="b-eval")
+    usage_ingest(cluster_name="gpu-east", now=utc(2026, 11, 30), pods=[
+        pod_for(b_request, started_at=utc(2026, 11, 2, 0), finished_at=utc(2026, 11, 10, 14)),  # 206 h
+        pod_for(b_other, started_at=utc(2026, 11, 12, 0), finished_at=utc(2026, 11, 13, 12)),  # 36 h
+    ])
+
+    page = login(finance_user).get(f"/chargeback/{PERIOD}&group_by=team&group_by=strategy").content.decode()
+
+    rects, ticks = _svg_geometry(page)
+    assert rects and ticks
+    last_x, last_label = ticks[-1]
+    assert Decimal(last_label) >= 242
+    assert all(x + width <= last_x + 0.01 for x, width in rects), (rects, ticks)
+    assert all(width >= 1 for _, width in rects)
