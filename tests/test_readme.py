@@ -35,4 +35,4 @@ def test_the_readme_links_every_page_of_the_site_nav():
     """Each page in mkdocs.yml's nav is reachable from the README (nav entries are `Title: page.md`)."""
     nav = re.findall(r":\s+([\w/-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
     unlinked = [page for page in nav if f"docs/{page}" not in README and page != "index.md"]
-    assert not unlinked, unlinked
+    assert not unlinked, f"link these from the README's Documentation table: {unlinked}"
