@@ -14,11 +14,12 @@ from provisioning.models import Cluster
 from .choices import CollectionStatus
 from .models import UsageCollection
 
-# Equivalent-hours of every interval, open ones counted up to now; exact fractions summed in SQL.
-EQUIVALENT_HOURS_SQL = """
+# Equivalent-seconds of every interval, open ones counted up to now; exact fractions summed in SQL. Seconds, not
+# hours: Prometheus wants base units (promtool check metrics), and dashboards divide by 3600.
+EQUIVALENT_SECONDS_SQL = """
 SELECT coalesce(t.slug, ''), i.strategy, i.category,
        sum(i.equivalents_num::numeric / i.equivalents_den
-           * extract(epoch FROM coalesce(i.ended_at, now()) - i.started_at) / 3600)
+           * extract(epoch FROM coalesce(i.ended_at, now()) - i.started_at))
 FROM chargeback_usageinterval i LEFT JOIN portal_team t ON t.id = i.team_id
 GROUP BY 1, 2, 3
 """
@@ -37,15 +38,15 @@ def ingestion_lag() -> Iterable[Metric]:
     yield family
 
 
-def equivalent_hours() -> Iterable[Metric]:
-    family = CounterMetricFamily(f"{PREFIX}gpu_equivalent_hours",
-                                 "GPU-equivalent-hours metered, by team, strategy and category (usage or waste)",
+def equivalent_seconds() -> Iterable[Metric]:
+    family = CounterMetricFamily(f"{PREFIX}gpu_equivalent_seconds",
+                                 "GPU-equivalent-seconds metered, by team, strategy and category (usage or waste)",
                                  labels=["team", "strategy", "category"])
     with connection.cursor() as cursor:
-        cursor.execute(EQUIVALENT_HOURS_SQL)
-        for team, strategy, category, hours in cursor.fetchall():
-            family.add_metric([team, strategy, category], float(hours or 0))
+        cursor.execute(EQUIVALENT_SECONDS_SQL)
+        for team, strategy, category, seconds in cursor.fetchall():
+            family.add_metric([team, strategy, category], float(seconds or 0))
     yield family
 
 
-COLLECTORS = {"chargeback.ingestion_lag": ingestion_lag, "chargeback.equivalent_hours": equivalent_hours}
+COLLECTORS = {"chargeback.ingestion_lag": ingestion_lag, "chargeback.equivalent_seconds": equivalent_seconds}

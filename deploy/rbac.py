@@ -332,7 +332,7 @@ def render_target_cluster_rbac(rules: Sequence[Rule] = RULES) -> str:
 
 
 def rules_table(rules: Sequence[Rule] = RULES) -> str:
-    """The rules as a Markdown table, for the README."""
+    """The rules as a Markdown table, for docs/rbac.md."""
     lines = ["| API group | resources | verbs | why |", "|---|---|---|---|"]
     for rule in rules:
         if rule.non_resource_urls:

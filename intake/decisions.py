@@ -309,7 +309,7 @@ def _equivalents(strategy: str, candidate: _Candidate, inventory: Inventory, cou
 
 
 def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
-    """Return the placement decision as a JSON-ready dict (see README, "The decision")."""
+    """Return the placement decision as a JSON-ready dict (see docs/policy.md, "The decision")."""
     reasons = _Reasons()
     route = select_route(policy, answers)
     outcome = route.outcome if route else {}

@@ -1,5 +1,5 @@
 """The questionnaire, as data. One definition produces the web form, the API serializer and schema
-(`GET /api/v1/intake/questionnaire/`), the JSON Schema of the answers, and the README table
+(`GET /api/v1/intake/questionnaire/`), the JSON Schema of the answers, and the table in docs/questionnaire.md
 (`python manage.py questionnaire_docs`). Change a question here and all of them follow.
 """
 from __future__ import annotations
@@ -233,7 +233,7 @@ def questionnaire_definition() -> dict:
 
 
 def markdown_table() -> str:
-    """The questionnaire as a Markdown table, for the README."""
+    """The questionnaire as a Markdown table, for docs/questionnaire.md."""
     lines = ["| answer | question | type | required / default | allowed |", "|---|---|---|---|---|"]
     for q in QUESTIONS:
         if q.kind == "choice":

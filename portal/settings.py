@@ -160,7 +160,10 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "portal.api.schema.add_error_responses",
+        "portal.api.schema.describe_document",
     ],
+    # Paths are absolute (/api/v1/...), so the API is served from the schema's own origin.
+    "SERVERS": [{"url": "/", "description": "the portal serving this schema"}],
     # faults: a request's `status` and `expected_status` are one choice set, under one name.
     "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus"},
 }

@@ -15,7 +15,7 @@ Reading a node (reference §1-§4, §10):
 - driver from `nvidia.com/cuda.driver-version.full` (else `.major/.minor/.revision`, else the DRA devices'
   `driverVersion`), NVLink domain from `nvidia.com/gpu.clique`.
 
-Grouping rule (README "Live cluster operations"): a node belongs to the declared pool whose `node_selector` its
+Grouping rule (docs/inventory.md, "Inventory discovery"): a node belongs to the declared pool whose `node_selector` its
 labels satisfy (a declared pool without a selector takes the nodes labelled `<label-domain>/pool=<its name>`; when
 several match, the most specific selector wins, then the name, and the overlap is flagged). Other GPU nodes form
 discovered pools: by the portal's pool label when present, else by (GPU model, sharing mode with MIG layout or

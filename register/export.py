@@ -105,7 +105,7 @@ def _previews(section: dict) -> list[str]:
 
 
 def register_markdown(register: dict) -> str:
-    """The register as a Markdown document (the README shows one from the demo data)."""
+    """The register as a Markdown document (docs/register.md shows one from the demo data)."""
     counts = register["counts"]
     window = register["window"]
     policy = register.get("policy_version")

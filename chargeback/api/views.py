@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -72,6 +72,7 @@ class ReportView(APIView):
         return Response(ReportSerializer(body).data)
 
 
+@extend_schema_view(list=extend_schema(summary="Rate cards: price per GPU-equivalent-hour by GPU model and strategy"))
 class RateCardViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Rate cards, effective-dated (edited by the platform team and finance in the admin)."""
 
@@ -82,6 +83,7 @@ class RateCardViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return selectors.rate_card_list()
 
 
+@extend_schema_view(list=extend_schema(summary="The metered usage intervals behind the report, with their flags"))
 class UsageIntervalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """The metered intervals behind the report, one per pod (or segment); engineers see their teams'."""
 
@@ -92,6 +94,7 @@ class UsageIntervalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return selectors.interval_list(user=self.request.user)
 
 
+@extend_schema_view(list=extend_schema(summary="Adjustments: late data booked into the next open month"))
 class AdjustmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = AdjustmentSerializer
 
@@ -99,6 +102,7 @@ class AdjustmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return selectors.adjustment_list(user=self.request.user)
 
 
+@extend_schema_view(list=extend_schema(summary="Closed months and their recorded totals"))
 class ClosedPeriodViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = ClosedPeriodSerializer
     lookup_field = "month"
@@ -122,6 +126,7 @@ class SeesAllTeams(BasePermission):
         return sees_all_teams(request.user)
 
 
+@extend_schema_view(list=extend_schema(summary="Usage collection passes: counts, flags, errors (finance, platform)"))
 class UsageCollectionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Ingestion passes and what they changed (finance and platform)."""
 

@@ -283,7 +283,7 @@ class PolicyVersionSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=PolicyStatus.choices)
     signed_off_by = serializers.CharField(source="signed_off_by_name")
     based_on = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
-    review = serializers.JSONField(allow_null=True, help_text="the diff the signer reviewed before signing off")
+    review = serializers.DictField(allow_null=True, help_text="the diff the signer reviewed before signing off")
     rules = RuleSerializer(many=True)
 
     class Meta:

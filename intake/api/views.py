@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.renderers import JSONRenderer
@@ -58,6 +58,10 @@ class PreviewView(APIView):
         return Response(PreviewSerializer({"decision": preview.decision, "manifests": preview.manifests}).data)
 
 
+@extend_schema_view(
+    list=extend_schema(summary="Your teams' GPU requests (every team's for platform and finance), filtered and paged"),
+    retrieve=extend_schema(summary="One request: decision, answers, events, provisioning jobs, applied objects, stall"),
+)
 class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = RequestSerializer
     filterset_class = RequestFilterSet
@@ -70,7 +74,8 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_object(self):
         return selectors.request_get(user=self.request.user, request_id=self.kwargs["pk"])
 
-    @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestSerializer})
+    @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestSerializer},
+                   summary="Submit a GPU request for a team: it is decided at once and waits for approval")
     def create(self, request):
         data = RequestCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -112,22 +117,29 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         fit = provisioning_selectors.request_fit(gpu_request=gpu_request, user=request.user)
         return Response(FitSerializer(fit).data)
 
-    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
+                   summary="Approve a pending request (platform team, not the requester); 409 if it moved on")
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
         return self._transition(request, pk, services.request_approve)
 
-    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
+                   summary="Reject a pending request with a comment (platform team); 409 if it moved on")
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         return self._transition(request, pk, services.request_reject)
 
-    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer})
+    @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
+                   summary="Cancel a request that is not finished; what it applied is taken down")
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         return self._transition(request, pk, services.request_cancel)
 
 
+@extend_schema_view(
+    list=extend_schema(summary="Every version of the routing policy with its rules and review (drafts: platform team)"),
+    retrieve=extend_schema(summary="One version of the routing policy with its rules and review"),
+)
 class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Every version of the routing policy; drafts only for the platform team."""
 

@@ -39,3 +39,49 @@ def add_error_responses(result, generator, request, public):
                     "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}},
                 })
     return result
+
+
+# One tag per area of the API, in the order a reader meets them. An operation's tag is the first segment of its path
+# after /api/v1/; a path in an area not named here fails the OpenAPI lint (operation-tag-defined).
+TAGS = [
+    {"name": "me", "description": "Who the token or session belongs to"},
+    {"name": "intake", "description": "The questionnaire and the preview: what you would get, and why"},
+    {"name": "requests", "description": "GPU requests: submit, follow, approve, reject, cancel"},
+    {"name": "policy", "description": "The routing policy: versions, their review and sign-off"},
+    {"name": "clusters", "description": "Clusters, node pools and discovered inventory"},
+    {"name": "chargeback", "description": "Metered GPU usage, rate cards, reports and closed months"},
+    {"name": "register", "description": "The platform decision register"},
+    {"name": "backstage", "description": "Requests as Backstage catalog entities"},
+    {"name": "ops", "description": "Operations checks: the worker ping"},
+]
+
+
+def describe_document(result, generator, request, public):
+    """Tags every operation with its area, declares the tags, and gives every nullable reference to a component the
+    component's type.
+
+    drf-spectacular writes a nullable nested serializer as `{allOf: [{$ref}], nullable: true}`; OpenAPI 3.0 only
+    honours `nullable` beside a `type`, so without it validators and client generators drop the null."""
+    result["tags"] = TAGS
+    for path, operations in result.get("paths", {}).items():
+        area = path.removeprefix("/api/v1/").split("/", 1)[0]
+        for method, operation in operations.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                operation["tags"] = [area]
+    components = result.get("components", {}).get("schemas", {})
+
+    def visit(node):
+        if isinstance(node, dict):
+            refs = node.get("allOf") or []
+            if node.get("nullable") and "type" not in node and len(refs) == 1 and "$ref" in refs[0]:
+                target = components.get(refs[0]["$ref"].rsplit("/", 1)[-1], {})
+                if "type" in target:
+                    node["type"] = target["type"]
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(result)
+    return result

@@ -1,5 +1,5 @@
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -28,6 +28,10 @@ class IsPlatform(permissions.BasePermission):
         return is_platform(request.user)
 
 
+@extend_schema_view(
+    list=extend_schema(summary="Clusters with their node pools, capacity by strategy, discrepancies and last sync"),
+    retrieve=extend_schema(summary="One cluster with its pools, capacity, discrepancies and GPU nodes"),
+)
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Clusters and their node pools; readable by every signed-in user (engineers see where work can go).
     The detail adds the GPU nodes as last discovered."""

@@ -208,7 +208,7 @@ def test_worker_heartbeat_command_fails_when_the_heartbeat_is_missing_or_old():
 def test_provisioning_and_metering_families(client, scenario):
     """Given the scenario's approvals (three queued apply jobs, one of which is made to fail after 3 attempts) and
     a metered cluster whose pods were read 2 minutes ago holding one 2-hour whole-GPU pod, the scrape shows
-    jobs, attempts and failures, the ingestion lag and the GPU-equivalent-hours by team and strategy."""
+    jobs, attempts and failures, the ingestion lag and the GPU-equivalent-seconds by team and strategy."""
     from chargeback.services import usage_ingest
     from provisioning.models import Cluster, ProvisioningJob
     from tests.chargeback.conftest import pod_for
@@ -227,8 +227,8 @@ def test_provisioning_and_metering_families(client, scenario):
     assert value(samples, "gpu_portal_provisioning_attempts_total", kind="apply") == 3
     assert value(samples, "gpu_portal_provisioning_failures_total", kind="apply") == 1
     assert 110 < value(samples, "gpu_portal_usage_ingestion_lag_seconds", cluster="gpu-east") < 200
-    hours = value(samples, "gpu_portal_gpu_equivalent_hours_total", team="team-a", strategy="whole_gpu",
-                  category="usage")
-    assert hours == pytest.approx(16.0)  # 8 GPUs for 2 hours
-    for name in ("provisioning.jobs", "chargeback.ingestion_lag", "chargeback.equivalent_hours"):
+    seconds = value(samples, "gpu_portal_gpu_equivalent_seconds_total", team="team-a", strategy="whole_gpu",
+                    category="usage")
+    assert seconds == pytest.approx(16.0 * 3600)  # 8 GPUs for 2 hours, in base units
+    for name in ("provisioning.jobs", "chargeback.ingestion_lag", "chargeback.equivalent_seconds"):
         assert value(samples, "gpu_portal_collector_up", collector=name) == 1

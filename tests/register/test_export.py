@@ -1,5 +1,5 @@
-"""The register's Markdown and JSON exports, `manage.py register_export`, and the README's example (generated from
-the demo data with that command): it must keep the structure the command produces today."""
+"""The register's Markdown and JSON exports, `manage.py register_export`, and the example in docs/register.md
+(generated from the demo data with that command): it must keep the structure the command produces today."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ from register.selectors import register_build
 from tests.register.conftest import INFERENCE
 
 pytestmark = pytest.mark.django_db
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXAMPLE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "register.md"
 START, END = "<!-- register-example:start -->", "<!-- register-example:end -->"
 HEADINGS = ["# Platform decision register", "## 1. Sharing strategy per workload class",
             "## 2. Scheduling model per cluster and pool", "## 3. Gang scheduling per cluster", "## 4. Tenant isolation",
@@ -73,11 +73,11 @@ def test_the_command_prints_markdown_or_json(inventory, tmp_path):
         call_command("register_export", "--days", "0")
 
 
-def test_the_readme_example_is_the_demo_register_in_structure():
-    """Regenerate with: python manage.py load_demo && python manage.py register_export (README, "Platform decision
+def test_the_docs_example_is_the_demo_register_in_structure():
+    """Regenerate with: python manage.py load_demo && python manage.py register_export (docs/register.md, "The demo
     register")."""
     call_command("load_demo", stdout=StringIO())
-    text = README.read_text()
+    text = EXAMPLE_PAGE.read_text()
     example = text[text.index(START) + len(START):text.index(END)].strip()
     assert example.startswith("```markdown\n") and example.endswith("\n```")
     example = example[len("```markdown\n"):-len("\n```")]

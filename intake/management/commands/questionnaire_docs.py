@@ -4,7 +4,7 @@ from intake.questionnaire import markdown_table
 
 
 class Command(BaseCommand):
-    help = "Print the questionnaire as the Markdown table the README carries (generated from the definition)."
+    help = "Print the questionnaire as the Markdown table docs/questionnaire.md carries (generated from the definition)."
 
     def handle(self, *args, **options):
         self.stdout.write(markdown_table())

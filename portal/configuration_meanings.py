@@ -1,0 +1,185 @@
+"""What each environment variable means, for the generated configuration reference (portal.configuration_docs).
+
+Names and defaults come from the code; only the meaning (and, where the code's default is an expression, a
+readable default) is written here. A variable the code reads but this file does not describe fails the tests.
+"""
+from __future__ import annotations
+
+# (key, title, introduction), in page order.
+SECTIONS = [
+    ("core", "Core", "The database, the broker and cache, and Django's own switches."),
+    ("security", "Production security", "Only read when `DEBUG=false` (see "
+     "[Deployment](deployment.md#production-settings))."),
+    ("api", "API and web", "Limits of the REST API and the sign-in page."),
+    ("celery", "Background work and schedules", "Celery and beat: how often the periodic tasks run, and how "
+     "lost work is found again (see [Provisioning](provisioning.md#jobs-retries-and-teardown))."),
+    ("kube", "Kubernetes and provisioning", "How the portal talks to clusters and labels what it creates."),
+    ("live", "Inventory and MIG plans", "See [Inventory and capacity](inventory.md) and "
+     "[MIG planning](mig-planning.md)."),
+    ("reconcile", "Status reconciliation and stalled gangs", "See [Provisioning](provisioning.md#status-"
+     "reconciliation) and [Gang scheduling](gang-scheduling.md)."),
+    ("notify", "Notifications and e-mail", "Stalled-gang notices by e-mail and webhook "
+     "(see [Gang scheduling](gang-scheduling.md#notices))."),
+    ("chargeback", "Chargeback", "See [Chargeback](chargeback.md)."),
+    ("ops", "Logs and metrics", "See [Observability](observability.md)."),
+    ("oidc", "Identity (OIDC)", "Single sign-on is on when a client id and a provider are set; see "
+     "[Identity](identity.md)."),
+    ("backstage", "Backstage", "See [Backstage](backstage.md)."),
+]
+
+MEANINGS: dict[str, dict[str, str]] = {
+    # core
+    "DATABASE_URL": {"section": "core", "meaning": "PostgreSQL (psycopg 3), as a URL; the tests use `test_<name>` "
+                     "on the same server"},
+    "DB_CONN_MAX_AGE": {"section": "core", "meaning": "seconds a database connection is reused (health-checked "
+                        "before reuse, so a restarted PostgreSQL does not break workers); `0`: a new one per request"},
+    "DB_CONNECT_TIMEOUT": {"section": "core", "meaning": "seconds before an unanswering database fails a request "
+                           "(and `/readyz`)"},
+    "REDIS_URL": {"section": "core", "meaning": "Redis: the Celery broker and the Django cache, unless "
+                  "`CELERY_BROKER_URL` or `CACHE_URL` say otherwise"},
+    "CACHE_URL": {"section": "core", "default": "`REDIS_URL`", "meaning": "Redis for the Django cache (login "
+                  "lockouts, the worker heartbeat, OIDC discovery documents)"},
+    "CACHE_KEY_PREFIX": {"section": "core", "meaning": "prefix of the cache keys, so several portals can share "
+                         "one Redis database"},
+    "SECRET_KEY": {"section": "core", "default": "a fixed development key, **only while `DEBUG` is on**",
+                   "meaning": "Django's signing key; required when `DEBUG=false` (50+ random characters)"},
+    "DEBUG": {"section": "core", "meaning": "`false` in production: requires `SECRET_KEY`, turns on secure "
+              "cookies, HSTS, the HTTPS redirect and manifest static files, closes `/metrics` without a token"},
+    "ALLOWED_HOSTS": {"section": "core", "meaning": "host names the portal answers to, comma-separated"},
+    "CSRF_TRUSTED_ORIGINS": {"section": "core", "meaning": "comma-separated origins (`https://portal.example.com`) "
+                             "when behind a proxy that changes the origin"},
+    "STATIC_ROOT": {"section": "core", "default": "`staticfiles/` beside `manage.py`", "meaning": "where "
+                    "`collectstatic` puts the static files (the image collects them at build time)"},
+    # production security
+    "SECURE_SSL_REDIRECT": {"section": "security", "meaning": "redirect plain HTTP to HTTPS (TLS ends at the "
+                            "ingress, which sends `X-Forwarded-Proto`); `/healthz`, `/readyz` and `/metrics` "
+                            "are never redirected"},
+    "SECURE_HSTS_SECONDS": {"section": "security", "meaning": "`Strict-Transport-Security` max-age (subdomains "
+                            "and preload included)"},
+    # API and web
+    "PORTAL_API_RATE": {"section": "api", "meaning": "API requests per token or session (DRF rate syntax, e.g. "
+                        "`600/min`)"},
+    "DATA_UPLOAD_MAX_MEMORY_SIZE": {"section": "api", "default": "`1048576` (1 MiB)", "meaning": "largest request "
+                                    "body accepted, in bytes (an answers object is a few kilobytes)"},
+    "PORTAL_LOGIN_MAX_FAILURES": {"section": "api", "meaning": "failed sign-ins allowed per user name and address "
+                                  "before a lockout"},
+    "PORTAL_LOGIN_LOCKOUT_SECONDS": {"section": "api", "meaning": "how long that lockout lasts"},
+    # Celery and beat
+    "CELERY_BROKER_URL": {"section": "celery", "default": "`REDIS_URL`", "meaning": "the Celery broker"},
+    "CELERY_VISIBILITY_TIMEOUT": {"section": "celery", "meaning": "seconds before a dead worker's unacknowledged "
+                                  "task goes to another worker (tasks are acknowledged late)"},
+    "CELERY_TASK_ALWAYS_EAGER": {"section": "celery", "meaning": "run tasks in the calling process instead of a "
+                                 "worker; for benchmarks and debugging, never in production"},
+    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's `provisioning.allocation_sweep` "
+                             "sends provisioning jobs whose message never reached the broker or was lost"},
+    "PORTAL_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a queued job sent longer ago than this and not "
+                                   "started, while the broker's queue is empty, is sent again"},
+    "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
+                                   "over every enabled cluster"},
+    "PORTAL_INVENTORY_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs inventory discovery of "
+                                      "every enabled cluster (`provisioning.inventory_sync_all`)"},
+    "PORTAL_MIG_ADVANCE_SECONDS": {"section": "celery", "meaning": "how often beat advances the active MIG plans "
+                                   "(`provisioning.mig_plans_advance`)"},
+    "PORTAL_RECONCILE_INTERVAL_SECONDS": {"section": "celery", "meaning": "how often beat starts a status "
+                                          "reconciliation per cluster (`provisioning.status_reconcile_all`)"},
+    # Kubernetes and provisioning
+    "PORTAL_LABEL_DOMAIN": {"section": "kube", "meaning": "prefix of the labels and annotations put on Kubernetes "
+                            "objects (`<domain>/request-id`, ...)"},
+    "PORTAL_DATA_DIR": {"section": "kube", "default": "`var/` beside `manage.py`", "meaning": "where the GitOps "
+                        "applier keeps its repositories when a cluster names none (back it up: "
+                        "[Backups](backups.md))"},
+    "PORTAL_KUBE_TIMEOUT_SECONDS": {"section": "kube", "meaning": "timeout of every call to a Kubernetes API "
+                                    "server"},
+    "PORTAL_KUBE_RETRY_BASE_SECONDS": {"section": "kube", "meaning": "first retry delay after a transient "
+                                       "Kubernetes error; doubles per attempt, capped at 5 minutes, at most 6 "
+                                       "attempts"},
+    # inventory and MIG
+    "PORTAL_MIG_DRAIN_TIMEOUT_SECONDS": {"section": "live", "meaning": "a new MIG plan's drain deadline: how long a "
+                                         "cordoned node waits for its GPU pods to finish"},
+    "PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS": {"section": "live", "meaning": "how long a step waits for "
+                                               "mig-manager's `success` after the label was set before it is "
+                                               "`stuck`"},
+    # reconciliation and gangs
+    "PORTAL_RECONCILE_WATCH_SECONDS": {"section": "reconcile", "meaning": "how long a run watches pods (keep it "
+                                       "below the interval)"},
+    "PORTAL_RECONCILE_RELIST_SECONDS": {"section": "reconcile", "meaning": "a fresh LIST of the pods at least this "
+                                        "often, whatever the watch says"},
+    "PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "image pull failures "
+                                                       "tolerated this long before the request fails"},
+    "PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "a request without any pod "
+                                                    "fails after this; `0`: never"},
+    "PORTAL_GANG_STALL_AFTER_SECONDS": {"section": "reconcile", "meaning": "stall threshold of a workload class "
+                                        "without a GangPolicy row"},
+    # notifications and e-mail
+    "PLATFORM_NOTIFICATION_EMAIL": {"section": "notify", "meaning": "the platform team's address(es), "
+                                    "comma-separated, copied on every stalled-gang notice"},
+    "PORTAL_WEBHOOK_TIMEOUT_SECONDS": {"section": "notify", "meaning": "timeout of each webhook call"},
+    "PORTAL_BASE_URL": {"section": "notify", "meaning": "the portal's public URL, for links in notices, Backstage "
+                        "entities and the template; empty: the request's host, and `http://127.0.0.1:8000` in "
+                        "notices"},
+    "EMAIL_BACKEND": {"section": "notify", "default": "console backend while `DEBUG`, else SMTP",
+                      "meaning": "Django e-mail backend (dotted path)"},
+    "EMAIL_HOST": {"section": "notify", "meaning": "SMTP server"},
+    "EMAIL_PORT": {"section": "notify", "meaning": "SMTP port"},
+    "EMAIL_USE_TLS": {"section": "notify", "meaning": "STARTTLS to the SMTP server"},
+    "EMAIL_HOST_USER": {"section": "notify", "meaning": "SMTP user name"},
+    "EMAIL_HOST_PASSWORD": {"section": "notify", "meaning": "SMTP password"},
+    "EMAIL_TIMEOUT": {"section": "notify", "meaning": "seconds for each SMTP connection"},
+    "DEFAULT_FROM_EMAIL": {"section": "notify", "meaning": "sender of the portal's e-mail"},
+    # chargeback
+    "CHARGEBACK_MIG_EQUIVALENTS": {"section": "chargeback", "meaning": "a MIG slice in GPU equivalents: `compute` "
+                                   "(its compute slices / the GPU's) or `memory` (its memory fraction)"},
+    "CHARGEBACK_MAX_REPORT_DAYS": {"section": "chargeback", "meaning": "longest report period the API accepts"},
+    # logs and metrics
+    "LOG_FORMAT": {"section": "ops", "meaning": "`plain` or `json` (one JSON object per line, gunicorn's lines "
+                   "too; the image sets `json`)"},
+    "LOG_LEVEL": {"section": "ops", "meaning": "level of the root logger"},
+    "LOG_REQUESTS": {"section": "ops", "default": "`true` with `LOG_FORMAT=json`, else `false`",
+                     "meaning": "one access-log line per request (method, path, status, duration, request id, "
+                     "user)"},
+    "METRICS_TOKEN": {"section": "ops", "meaning": "`/metrics` needs `Authorization: Bearer <token>`; without one it "
+                      "is open only while `DEBUG` is on (it names teams and their GPU use)"},
+    # OIDC
+    "OIDC_RP_CLIENT_ID": {"section": "oidc", "meaning": "the portal's client at the provider (redirect URI: "
+                          "`https://<portal>/oidc/callback/`)"},
+    "OIDC_RP_CLIENT_SECRET": {"section": "oidc", "meaning": "its secret"},
+    "OIDC_OP_DISCOVERY_URL": {"section": "oidc", "meaning": "e.g. `https://login.example.com/realms/main/"
+                              ".well-known/openid-configuration`; endpoints, JWKS and issuer come from it"},
+    "OIDC_OP_ISSUER": {"section": "oidc", "meaning": "explicit issuer (wins over discovery)"},
+    "OIDC_OP_AUTHORIZATION_ENDPOINT": {"section": "oidc", "meaning": "explicit endpoint (wins over discovery)"},
+    "OIDC_OP_TOKEN_ENDPOINT": {"section": "oidc", "meaning": "explicit endpoint (wins over discovery)"},
+    "OIDC_OP_USER_ENDPOINT": {"section": "oidc", "meaning": "explicit userinfo endpoint (wins over discovery)"},
+    "OIDC_OP_JWKS_ENDPOINT": {"section": "oidc", "meaning": "explicit JWKS endpoint (wins over discovery)"},
+    "OIDC_RP_SIGN_ALGO": {"section": "oidc", "meaning": "id_token signature algorithm"},
+    "OIDC_RP_SCOPES": {"section": "oidc", "meaning": "scopes asked for; add what your provider needs to send "
+                       "groups (e.g. `groups`)"},
+    "OIDC_USE_PKCE": {"section": "oidc", "meaning": "authorization code flow with PKCE"},
+    "OIDC_TOKEN_USE_BASIC_AUTH": {"section": "oidc", "meaning": "client authentication at the token endpoint with "
+                                  "HTTP Basic instead of form fields"},
+    "OIDC_TIMEOUT": {"section": "oidc", "meaning": "seconds for each call to the provider"},
+    "OIDC_USERNAME_CLAIM": {"section": "oidc", "meaning": "claim holding the portal user name (falls back to "
+                            "`sub`)"},
+    "OIDC_GROUPS_CLAIM": {"section": "oidc", "meaning": "claim holding the group names (id_token or userinfo; "
+                          "Keycloak's `/full/path` form is accepted)"},
+    "OIDC_ROLE_GROUPS": {"section": "oidc", "meaning": "role=group pairs (repeat a role for several groups); the "
+                         "highest role any group grants wins"},
+    "OIDC_TEAM_GROUP_PREFIX": {"section": "oidc", "meaning": "a group `<prefix><team slug>` makes the user a member "
+                               "of that (existing) team"},
+    # Backstage
+    "BACKSTAGE_NAMESPACE": {"section": "backstage", "meaning": "catalog namespace of the exported Resource "
+                            "entities"},
+    "BACKSTAGE_GROUP_NAMESPACE": {"section": "backstage", "meaning": "namespace of the Group entities (one per "
+                                  "team slug) that own them"},
+    "BACKSTAGE_SYSTEM": {"section": "backstage", "meaning": "optional System entity the exported resources belong "
+                         "to"},
+}
+
+SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
+    "DATABASE_URL": {"meaning": "the PostgreSQL the scripts set up and the portal uses (`./scripts/demo` creates "
+                     "the database if missing)"},
+    "REDIS_URL": {"meaning": "the Redis `./scripts/demo` uses"},
+    "TEST_REDIS_URL": {"meaning": "the Redis database `./scripts/test` gives the tests (as their `REDIS_URL`), so "
+                       "queued test tasks never reach a demo worker"},
+    "PORT": {"meaning": "the port `./scripts/demo` serves on"},
+    "VENV": {"meaning": "the virtualenv the scripts create and use"},
+}
