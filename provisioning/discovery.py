@@ -39,6 +39,7 @@ MIG_PREFIX = "nvidia.com/mig-"
 DRA_DRIVER = "gpu.nvidia.com"
 DRA_GPU = "gpu.nvidia.com/gpu"  # resource keys for DRA devices, beside the extended-resource names
 DRA_MIG_PREFIX = "gpu.nvidia.com/mig-"
+DRIVER_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
 _MIG_COUNT_LABEL = re.compile(r"^nvidia\.com/mig-(?P<profile>.+)\.count$")
 _MIG_PRODUCT = re.compile(r"-MIG-(?P<profile>\d+g\.\d+gb.*)$")
 _QUANTITY = re.compile(r"^(?P<number>\d+)$")
@@ -594,6 +595,8 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         "nvlink_domain": _most_common(n.clique for n in usable),
         "cliques": sorted(cliques),
         "scheduling_models": sorted({n.scheduling_model for n in nodes}),
+        # Does GFD's driver label exist on every usable node? DRA-only nodes may have no GFD (renderer: affinity.py).
+        "driver_major_label": bool(usable) and all(DRIVER_MAJOR_LABEL in n.labels for n in usable),
     }
 
 

@@ -56,6 +56,7 @@ class ClusterSerializer(serializers.ModelSerializer):
             "kubernetes_version",
             "scheduling_model",
             "gang_scheduler",
+            "dra_feature_gates",
             "applier",
             "enabled",
             "pools",

@@ -1,8 +1,13 @@
 """How a pod gets its GPUs: sharing strategy x scheduling model -> limits, node selection and DRA claims.
 
 Device plugin (reference §1, §2): an extended resource in `limits` plus node labels written by GFD.
-DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim per pod) or, for time-slicing, one
-shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device attributes.
+DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate, so every pod gets a claim of its own, selected
+by CEL on the NVIDIA driver's device attributes. Never one ResourceClaim shared by the replicas: Kueue v0.19 refuses
+pods that name a claim (`pkg/controller/core/workload_controller.go`, "DRA resource claims not supported"), a shared
+claim pins every replica to the node holding its devices, and quota and billing would count its devices once per
+pod. A time-sliced DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
+time-slicing settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate
+(dra-driver-nvidia-gpu v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise).
 A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
 """
 
@@ -188,8 +193,17 @@ def build_device_request(ctx: RenderContext) -> dict:
     }
 
 
+# The NVIDIA DRA driver's feature gates (dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go); a cluster
+# declares the ones its Helm `featureGates` turn on.
+DRA_DRIVER_FEATURE_GATES = (
+    "TimeSlicingSettings", "MPSSupport", "IMEXDaemonsWithDNSNames", "PassthroughSupport", "NVMLDeviceHealthCheck",
+    "DynamicMIG", "ComputeDomainCliques", "CrashOnNVLinkFabricErrors", "DeviceMetadata",
+)  # fmt: skip
+TIME_SLICING_GATE = "TimeSlicingSettings"  # alpha, off by default
+
+
 def build_time_slicing_config() -> dict:
-    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+    """The NVIDIA DRA driver's opaque sharing config (v0.4.1 `api/nvidia.com/resource/v1beta1/sharing.go`)."""
     return {
         "requests": [CLAIM_NAME],
         "opaque": {
@@ -203,9 +217,19 @@ def build_time_slicing_config() -> dict:
     }
 
 
+def wants_time_slicing_config(ctx: RenderContext) -> bool:
+    """Only where the driver accepts it, and not under Kueue, whose DRA integration does not support per-request
+    `config` (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations")."""
+    return (
+        ctx.request.strategy == "time_slicing"
+        and TIME_SLICING_GATE in ctx.cluster.dra_feature_gates
+        and ctx.cluster.gang_scheduler != "kueue"
+    )
+
+
 def build_claim_spec(ctx: RenderContext) -> dict:
     devices = {"requests": [build_device_request(ctx)]}
-    if ctx.request.strategy == "time_slicing":
+    if wants_time_slicing_config(ctx):
         devices["config"] = [build_time_slicing_config()]
     return {"devices": devices}
 
@@ -220,29 +244,12 @@ def build_resource_claim_template(ctx: RenderContext, name: str) -> dict:
     }
 
 
-def build_resource_claim(ctx: RenderContext, name: str) -> dict:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": ctx.metadata(name),
-        "spec": build_claim_spec(ctx),
-    }
-
-
 def _dra(ctx: RenderContext) -> GpuPlacement:
     pool = ctx.cluster.pool
     name = child_name(ctx.base, "gpu")
-    if ctx.request.strategy == "time_slicing":
-        # One claim shared by every replica: the pods time-slice the same device(s). A shared claim pins all
-        # replicas to the node holding those devices.
-        claim = build_resource_claim(ctx, name)
-        pod_claim = {"name": CLAIM_NAME, "resourceClaimName": name}
-    else:
-        claim = build_resource_claim_template(ctx, name)
-        pod_claim = {"name": CLAIM_NAME, "resourceClaimTemplateName": name}
     return GpuPlacement(
         node_selector=dict(pool.node_selector),
-        pod_claims=[pod_claim],
+        pod_claims=[{"name": CLAIM_NAME, "resourceClaimTemplateName": name}],
         container_claims=[{"name": CLAIM_NAME}],
-        objects=[claim],
+        objects=[build_resource_claim_template(ctx, name)],
     )

@@ -4,6 +4,7 @@ change for the requests living there (re-rendered by the pure renderer, compared
 objects validated offline; nothing is written)."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections import Counter
@@ -136,11 +137,15 @@ def migration_preview(*, cluster, pool, requests, pools) -> dict[str, Any]:
             continue
         rows.append({**row, "error": None, "objects_before": len(before), "objects_after": len(after),
                      **objects_diff(before, after), "validation": _validation(after, cluster.kubernetes_version)})
+    # The team's quota follows each pool's model (DRA pools count devices per DeviceClass): the pool, switched.
+    moved = copy.copy(pool)
+    moved.scheduling_model = DRA
+    after_pools = [moved if p.pk == pool.pk else p for p in pools]
     team_rows = []
     for slug, team in sorted(teams.items()):
         try:
-            spec = team_spec(team=team, cluster=cluster, pools=pools)
-            before, after = render_team(spec, before_profile), render_team(spec, after_profile)
+            before = render_team(team_spec(team=team, cluster=cluster, pools=pools), before_profile)
+            after = render_team(team_spec(team=team, cluster=cluster, pools=after_pools), after_profile)
         except RenderError as exc:
             team_rows.append({"team": slug, "error": str(exc), "added": [], "removed": [], "changed": [],
                               "validation": None})
