@@ -22,7 +22,11 @@ logger = logging.getLogger(__name__)
 @transaction.atomic
 def cluster_declare(*, name: str, pools: list[dict], **fields) -> Cluster:
     """Create or update a cluster and its declared pools (by name). Pools not listed are left alone."""
-    cluster, _ = Cluster.objects.update_or_create(name=name, defaults=fields)
+    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    cluster.full_clean()  # declared values are checked field by field, as the pools' are
+    cluster.save()
     for spec in pools:
         spec = dict(spec)
         gpu_model = GpuModel.objects.get(key=spec.pop("gpu_model"))
