@@ -61,6 +61,8 @@ RULES: tuple[Rule, ...] = (
          ("list",), ("resource.k8s.io",), ("resourceslices",)),
     Rule("DRA inventory: which devices allocated ResourceClaims hold, to count used GPUs per node.",
          ("list",), ("resource.k8s.io",), ("resourceclaims",)),
+    Rule("DRA inventory: DeviceClasses, for the extended resources they serve (DRAExtendedResource).",
+         ("list",), ("resource.k8s.io",), ("deviceclasses",)),
     Rule("Each team's namespace and quota, applied before its workloads (kept on cancel: other requests live there).",
          APPLY, ("",), ("namespaces", "resourcequotas")),
     Rule("Per-request Services, applied and torn down on cancel.",

@@ -359,6 +359,20 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
     return found
 
 
+def device_classes(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """DeviceClasses as the portal records them: name, the extended resource a KEP-5004 class serves pods asking
+    for it (`spec.extendedResourceName`, resource.k8s.io/v1 1.34+; "" when none) and its CEL selectors, by name."""
+    found = []
+    for item in items:
+        spec = item.get("spec") or {}
+        found.append({
+            "name": (item.get("metadata") or {}).get("name", ""),
+            "extended_resource_name": spec.get("extendedResourceName") or "",
+            "selectors": [(s.get("cel") or {}).get("expression", "") for s in spec.get("selectors") or []],
+        })  # fmt: skip
+    return sorted(found, key=lambda c: c["name"])
+
+
 def dra_device_keys(devices_by_node: Mapping[str, Sequence[dict]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(ResourceSlice pool, device name) -> (node, resource key), to attribute allocated claims to nodes."""
     keys = {}
@@ -814,7 +828,7 @@ def capacity_by_strategy(rows: Iterable[NodeCapacityRow], catalogue: Catalogue) 
 
 __all__ = [
     "NodeFacts", "PodUse", "DeclaredPool", "DiscoveredGroup", "Grouping", "NodeCapacityRow", "parse_node",
-    "parse_pods", "dra_devices_by_node", "dra_device_keys", "group_nodes", "as_declared", "usable_for",
+    "parse_pods", "dra_devices_by_node", "dra_device_keys", "device_classes", "group_nodes", "as_declared", "usable_for",
     "summarise_pool", "pool_discrepancies", "cluster_discrepancies", "capacity_by_strategy", "key_strategy",
     "key_profile", "equivalents_per_unit", "pool_name", "selector_matches",
 ]

@@ -118,6 +118,9 @@ class Cluster(models.Model):
         default=list, blank=True, help_text='installed gang schedulers: [{"backend", "api_group", "versions"}]'
     )
     dra_in_use = models.BooleanField(null=True, blank=True, help_text="GPU ResourceSlices seen; null: never synced")
+    dra_device_classes = models.JSONField(
+        default=list, blank=True, help_text='DRA DeviceClasses seen: [{"name", "extended_resource_name", "selectors"}]'
+    )
     discrepancies = models.JSONField(
         default=list, blank=True, help_text='declared vs discovered: [{"field", "declared", "discovered", "message"}]'
     )

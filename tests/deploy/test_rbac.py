@@ -152,6 +152,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     core.list_pod_for_all_namespaces(label_selector="gpu-portal.io/request", **raw)
     kubernetes.client.ResourceV1Api(api).list_resource_slice(**raw)
     kubernetes.client.ResourceV1Api(api).list_resource_claim_for_all_namespaces(**raw)
+    kubernetes.client.ResourceV1Api(api).list_device_class(**raw)
 
     def request(method, path, query=None, body=None, content_type=None):
         # What the dynamic client does underneath: serialize, then send through the same REST client.

@@ -10,6 +10,15 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name="cluster",
+            name="dra_device_classes",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text='DRA DeviceClasses seen: [{"name", "extended_resource_name", "selectors"}]',
+            ),
+        ),
+        migrations.AddField(
+            model_name="cluster",
             name="dra_feature_gates",
             field=models.JSONField(
                 blank=True,
