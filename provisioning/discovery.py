@@ -342,7 +342,9 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
             continue
-        resources = Counter(_pod_extended(spec))
+        # A pod whose extended resources DRA serves (KEP-5004) holds them through the claim the scheduler made for
+        # it (`status.extendedResourceClaimStatus`): count its devices once, from that claim.
+        resources = Counter() if status.get("extendedResourceClaimStatus") else Counter(_pod_extended(spec))
         resources.update(held_by_pod.get(meta.get("uid", ""), {}))
         if not resources:
             continue  # no NVIDIA extended resource, and no GPU device allocated to its claims (yet)

@@ -46,7 +46,22 @@ def pool_spec(pool: NodePool, catalogue=None) -> PoolSpec:
         driver_major=pool.driver_major,
         nvlink_domain=pool.nvlink_domain,
         scheduling_model=pool.effective_scheduling_model,
+        dra_extended_resources=_dra_extended_resources(pool),
     )
+
+
+def _dra_extended_resources(pool: NodePool) -> tuple[str, ...]:
+    """Extended resources the cluster's DeviceClasses serve from this DRA pool's devices, where the Kubernetes minor
+    turns DRAExtendedResource on by default (1.36 beta, 1.37 GA); () otherwise."""
+    cluster = pool.cluster
+    if pool.effective_scheduling_model != SchedulingModel.DRA or int(cluster.kubernetes_version.split(".")[1]) < 36:
+        return ()
+    return cluster_extended_resources(cluster)
+
+
+def cluster_extended_resources(cluster: Cluster) -> tuple[str, ...]:
+    return tuple(sorted({c["extended_resource_name"] for c in cluster.dra_device_classes or ()
+                         if c.get("extended_resource_name")}))
 
 
 def _decided_replicas(pool: NodePool, replicas: int | None) -> int | None:
@@ -81,6 +96,7 @@ def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
         driver_major=seen.get("min_driver_major"),
         nvlink_domain=seen.get("nvlink_domain") or "",
         scheduling_model=pool.effective_scheduling_model,
+        dra_extended_resources=_dra_extended_resources(pool),
     )
 
 
@@ -136,6 +152,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             driver_major_label=(pool.discovered or {}).get("driver_major_label"),
         ),
         dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
+        dra_extended_resources=cluster_extended_resources(cluster),
     )
 
 
@@ -241,6 +258,7 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         gang=GangSpec(min_members=gang["min_members"], backend=gang["backend"]) if gang else None,
         driver_min_major=(decision.get("driver") or {}).get("min_major"),
         gpu_equivalents_per_replica=f"{decision['gpu_equivalents_per_replica']:.6f}",
+        dra_extended_resource=decision.get("dra_extended_resource"),
     )
 
 

@@ -8,7 +8,8 @@ claim pins every replica to the node holding its devices, and quota and billing 
 pod. A time-sliced DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
 time-slicing settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate
 (dra-driver-nvidia-gpu v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise).
-A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
+A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a DeviceClass with
+`extendedResourceName`, KEP-5004); the device plugin must not manage the same node either way.
 """
 
 from __future__ import annotations
@@ -244,7 +245,34 @@ def build_resource_claim_template(ctx: RenderContext, name: str) -> dict:
     }
 
 
+# KEP-5004 DRAExtendedResource: alpha (off) in 1.34/1.35, beta and on by default in 1.36, GA in 1.37.
+EXTENDED_RESOURCE_MINOR = 36
+
+
+def _dra_extended_resource(ctx: RenderContext, resource: str) -> GpuPlacement:
+    """Devices asked for as an extended resource: the scheduler makes the pod's claim from the DeviceClass that
+    declares `extendedResourceName` (its selectors alone pick the devices, hence no driver floor on this path, and
+    the pool's node selector pins the GPU model)."""
+    cluster = ctx.cluster
+    if ctx.minor < EXTENDED_RESOURCE_MINOR:
+        raise RenderError(
+            f"Cluster {cluster.name} runs Kubernetes 1.{ctx.minor}, where DRAExtendedResource is alpha and off: "
+            f"{resource} would not be served from DRA devices. Re-run placement (the request then gets a claim)."
+        )
+    if resource not in cluster.dra_extended_resources:
+        raise RenderError(
+            f"No DeviceClass on {cluster.name} declares extendedResourceName {resource} (last sync); re-run placement."
+        )
+    return GpuPlacement(
+        limits={resource: str(int(ctx.request.gpus_per_replica))},
+        node_selector=dict(cluster.pool.node_selector),
+        gpu_resource=resource,
+    )
+
+
 def _dra(ctx: RenderContext) -> GpuPlacement:
+    if ctx.request.dra_extended_resource:
+        return _dra_extended_resource(ctx, ctx.request.dra_extended_resource)
     pool = ctx.cluster.pool
     name = child_name(ctx.base, "gpu")
     return GpuPlacement(

@@ -46,6 +46,8 @@ class RequestSpec:
     gang: GangSpec | None
     driver_min_major: int | None
     gpu_equivalents_per_replica: str  # exact decimal string, e.g. "0.142857" (annotation for metering)
+    # DRA: the extended resource the decision requests the devices by (DRAExtendedResource), None for a claim.
+    dra_extended_resource: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,5 @@ class ClusterProfile:
     label_domain: str = "gpu-portal.io"
     # NVIDIA DRA driver feature gates the platform declares on (Helm `featureGates`), e.g. ("TimeSlicingSettings",).
     dra_feature_gates: tuple[str, ...] = ()
+    # Extended resources the cluster's DeviceClasses declare (`spec.extendedResourceName`), as discovery read them.
+    dra_extended_resources: tuple[str, ...] = ()

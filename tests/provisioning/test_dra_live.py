@@ -87,7 +87,8 @@ def test_devices_drivers_and_device_classes_come_from_the_dra_driver(lab):
 def test_a_driver_floor_on_dra_only_nodes_is_a_cel_selector_not_a_node_label(api, engineer, team_a, lab):
     gpu_request = request_submit(user=engineer, team=team_a, name="pretrain",
                                  raw_answers={**TRAINING, "min_driver_major": 575})
-    assert gpu_request.decision["node_pool"] == "b200-train"
+    # The floor needs the claim's CEL selector: no extended-resource path although gpu.nvidia.com declares one.
+    assert (gpu_request.decision["node_pool"], gpu_request.decision["dra_extended_resource"]) == ("b200-train", None)
 
     objects = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/manifests/").json()
 
@@ -113,3 +114,46 @@ def test_the_gfd_label_joins_the_cel_floor_where_the_pool_nodes_carry_it(api, en
     terms = deployment["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert {"key": DRIVER_LABEL, "operator": "Gt", "values": ["559"]} in terms[0]["matchExpressions"]
+
+
+def test_a_device_class_with_an_extended_resource_serves_pods_asking_for_it(api, engineer, team_a, lab, lab_fake):
+    lab_fake.put(k.device_class("mig-1g-18gb.gpu.nvidia.com", device_type="mig", profile="1g.18gb",
+                                extended_resource_name="nvidia.com/mig-1g.18gb"))
+    assert inventory_sync(cluster=lab).status == "synced"
+    training = request_submit(user=engineer, team=team_a, name="pretrain", raw_answers=TRAINING)
+    serving = request_submit(user=engineer, team=team_a, name="serve", raw_answers=VALID_ANSWERS)
+
+    assert training.decision["dra_extended_resource"] == "nvidia.com/gpu"
+    assert serving.decision["dra_extended_resource"] == "nvidia.com/mig-1g.18gb"
+    reason = next(r["text"] for r in training.decision["reasons"] if r["field"] == "scheduling_model")
+    assert reason.startswith("GPUs are requested through nvidia.com/gpu limits served from DRA devices (a "
+                             "DeviceClass declares it: DRAExtendedResource)")
+    for gpu_request, resource, count in ((training, "nvidia.com/gpu", "4"), (serving, "nvidia.com/mig-1g.18gb", "1")):
+        objects = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/manifests/").json()
+        assert not [o for o in objects if o["kind"].startswith("ResourceClaim")]
+        pod = next(o for o in objects if o["kind"] in ("Job", "Deployment"))["spec"]["template"]["spec"]
+        assert "resourceClaims" not in pod
+        assert pod["containers"][0]["resources"]["limits"][resource] == count
+        assert validate_objects(objects, "1.36") == len(objects)
+
+
+def test_a_pod_served_through_an_extended_resource_holds_its_claims_devices_once(lab, lab_fake):
+    lab_fake.put(k.namespace("gpu-team-a"))
+    pod = k.gpu_pod("pretrain-0", node="dra-b200-1", resources={"nvidia.com/gpu": 4}, request_id=7)
+    claim_name = "pretrain-0-extended-resources-x7k2p"
+    # What the scheduler records for a pod whose nvidia.com/gpu it served from DRA (KEP-5004, core/v1 PodStatus).
+    pod["status"]["extendedResourceClaimStatus"] = {
+        "resourceClaimName": claim_name,
+        "requestMappings": [{"containerName": "main", "resourceName": "nvidia.com/gpu",
+                             "requestName": "container-0-request-0"}]}
+    lab_fake.put(pod)
+    claim = k.allocated_claim(claim_name, namespace="gpu-team-a", node="dra-b200-1",
+                              devices=["gpu-0", "gpu-1", "gpu-2", "gpu-3"], pod=pod)
+    claim["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    lab_fake.put(claim)
+
+    assert inventory_sync(cluster=lab).status == "synced"
+
+    node = Node.objects.get(name="dra-b200-1")
+    assert node.gpu_used == {"gpu.nvidia.com/gpu": 4}
+    assert [p["resources"] for p in node.gpu_pods] == [{"gpu.nvidia.com/gpu": 4}]

@@ -456,3 +456,25 @@ def test_host_cpu_and_memory_scale_with_the_devices(case_id, changes, cpu, memor
     container = _pod(_render(case_id, request_changes=changes))["spec"]["containers"][0]
     assert container["resources"]["requests"] == {"cpu": cpu, "memory": memory}
     assert container["resources"]["limits"]["memory"] == memory
+
+
+# --- DRAExtendedResource ------------------------------------------------------------------------------------------
+
+
+def test_dra_extended_resource_path_asks_limits_and_makes_no_claim():
+    objects = _render("whole_gpu-dra-none-1.36-inference-plain",
+                      request_changes={"dra_extended_resource": "nvidia.com/gpu"},
+                      cluster_changes={"dra_extended_resources": ("nvidia.com/gpu",)})
+    assert not [o for o in objects if o["kind"].startswith("ResourceClaim")]
+    pod = _pod(objects)["spec"]
+    assert "resourceClaims" not in pod and "claims" not in pod["containers"][0]["resources"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5e.48xlarge"}
+
+
+def test_dra_extended_resource_path_is_refused_where_kubernetes_or_the_device_class_cannot_serve_it():
+    with pytest.raises(RenderError, match="DRAExtendedResource is alpha and off"):
+        _render("whole_gpu-dra-none-1.35-inference-plain", request_changes={"dra_extended_resource": "nvidia.com/gpu"},
+                cluster_changes={"dra_extended_resources": ("nvidia.com/gpu",)})
+    with pytest.raises(RenderError, match="No DeviceClass on eu-west-gpu-1 declares extendedResourceName"):
+        _render("whole_gpu-dra-none-1.36-inference-plain", request_changes={"dra_extended_resource": "nvidia.com/gpu"})
