@@ -1,5 +1,6 @@
 """2. Scheduling model per cluster and pool: device plugin or DRA as declared and as the nodes show it, conflicts,
-whether the cluster's Kubernetes offers `DRAExtendedResource`, and what moving a device-plugin pool to DRA would
+whether the cluster's Kubernetes offers `DRAExtendedResource`, what a cluster with DRA pools must be configured with
+(Kueue's deviceClassMappings, the NVIDIA driver's gates, DeviceClasses serving extended resources), and what moving a device-plugin pool to DRA would
 change for the requests living there (re-rendered by the pure renderer, compared object by object, and the new
 objects validated offline; nothing is written)."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from provisioning.manifests import ManifestInvalid, RenderError, render, render_team, validate_objects
+from provisioning.manifests.clusterside import dra_requirements
 from provisioning.selectors import cluster_profile, request_spec, team_spec
 
 from ..choices import DecisionArea, Section, Verdict
@@ -223,6 +225,8 @@ def _cluster_item(snapshot: Snapshot, cluster) -> Item:
     if not synced:
         notes.append(f"Not verified against the nodes: {cluster.name} was never synced.")
     notes.append(gate["text"])
+    requirements = _dra_requirements(cluster)
+    notes += [r["text"] for r in requirements]
     return Item(
         area=AREA, subject=cluster.name, state=f"{MODEL_WORDS[declared]} (cluster setting); "
                                                f"{_nodes_text(by_model, synced)}",
@@ -232,10 +236,20 @@ def _cluster_item(snapshot: Snapshot, cluster) -> Item:
             "kubernetes_version": cluster.kubernetes_version,
             "discovered_kubernetes_version": cluster.discovered_kubernetes_version or None,
             "dra_in_use": cluster.dra_in_use, "nodes_by_model": by_model, "dra_extended_resource": gate,
-            "decision": decision_evidence(decision), "conflicts": conflicts,
+            "decision": decision_evidence(decision), "conflicts": conflicts, "dra_requirements": requirements,
         },
         notes=notes,
     )  # fmt: skip
+
+
+def _dra_requirements(cluster) -> list[dict[str, Any]]:
+    """What the cluster side must be configured with for its DRA pools' objects (manifests/clusterside.py)."""
+    modes = [p.sharing_mode for p in cluster.pools.all() if (p.scheduling_model or cluster.scheduling_model) == DRA]
+    return dra_requirements(
+        kubernetes_minor=kubernetes_minor(cluster.kubernetes_version), gang_scheduler=cluster.gang_scheduler,
+        sharing_modes=modes, feature_gates=cluster.dra_feature_gates or (),
+        extended_resources={c["name"]: c.get("extended_resource_name", "") for c in cluster.dra_device_classes or ()},
+    )
 
 
 def _pool_item(snapshot: Snapshot, cluster, pool, pools) -> Item:
