@@ -127,7 +127,7 @@ class RecordingApiServer:
 NAMESPACED = [  # (group, version, plural) rendered per request and torn down on cancel
     ("", "v1", "services"), ("apps", "v1", "deployments"), ("batch", "v1", "jobs"),
     ("policy", "v1", "poddisruptionbudgets"), ("resource.k8s.io", "v1", "resourceclaimtemplates"),
-    ("resource.k8s.io", "v1", "resourceclaims"), ("scheduling.k8s.io", "v1alpha1", "workloads"),
+    ("scheduling.k8s.io", "v1alpha1", "workloads"),
     ("scheduling.k8s.io", "v1alpha2", "podgroups"), ("scheduling.volcano.sh", "v1beta1", "podgroups"),
     ("scheduling.run.ai", "v2alpha2", "podgroups"),
 ]
