@@ -64,6 +64,7 @@ class ClusterSerializer(serializers.ModelSerializer):
             "discovered_kubernetes_version",
             "discovered_gang_schedulers",
             "dra_in_use",
+            "dra_device_classes",
             "discrepancies",
             "last_synced_at",
             "last_sync_attempt_at",

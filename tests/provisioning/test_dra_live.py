@@ -68,8 +68,12 @@ def lab(lab_fake):
     return Cluster.objects.get(name="gpu-lab")
 
 
-def test_devices_drivers_and_device_classes_come_from_the_dra_driver(lab):
+def test_devices_drivers_and_device_classes_come_from_the_dra_driver(api, platform_user, lab):
     assert lab.dra_in_use is True
+    (listed,) = api(platform_user).get("/api/v1/clusters/").json()["results"]
+    assert listed["dra_device_classes"][0] == {
+        "name": "gpu.nvidia.com", "extended_resource_name": "nvidia.com/gpu",
+        "selectors": ["device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"]}
     assert [(c["name"], c["extended_resource_name"]) for c in lab.dra_device_classes] == [
         ("gpu.nvidia.com", "nvidia.com/gpu"), ("mig.nvidia.com", "")]
     b200 = Node.objects.get(name="dra-b200-1")
