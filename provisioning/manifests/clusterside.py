@@ -66,8 +66,8 @@ def dra_requirements(
             "key": "kueue_device_class_mappings", "component": "Kueue", "met": None, "config": config,
             "text": (f"Kueue admits the DRA pods only if its Configuration maps {', '.join(classes)} in "
                      f"resources.deviceClassMappings (as {names}) and the ClusterQueue covers {names}; pods always "
-                     "use ResourceClaimTemplates (Kueue refuses pods naming a ResourceClaim) and carry no claim "
-                     "config (unsupported by Kueue)."),
+                     "use ResourceClaimTemplates (Kueue refuses pods naming a ResourceClaim), and the gangs Kueue "
+                     "admits carry no claim config (unsupported by Kueue)."),
         })  # fmt: skip
     if "time_slicing" in modes:
         gated = TIME_SLICING_GATE in set(feature_gates)

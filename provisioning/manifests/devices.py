@@ -218,13 +218,18 @@ def build_time_slicing_config() -> dict:
     }
 
 
+def kueue_managed(ctx: RenderContext) -> bool:
+    """Kueue admits only workloads carrying its queue-name label, which the renderer puts on Kueue gangs (gang.py)."""
+    return ctx.request.gang is not None and ctx.request.gang.backend == "kueue"
+
+
 def wants_time_slicing_config(ctx: RenderContext) -> bool:
-    """Only where the driver accepts it, and not under Kueue, whose DRA integration does not support per-request
-    `config` (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations")."""
+    """Only where the driver accepts it, and not on workloads Kueue admits: its DRA integration does not support
+    per-request `config` (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations")."""
     return (
         ctx.request.strategy == "time_slicing"
         and TIME_SLICING_GATE in ctx.cluster.dra_feature_gates
-        and ctx.cluster.gang_scheduler != "kueue"
+        and not kueue_managed(ctx)
     )
 
 

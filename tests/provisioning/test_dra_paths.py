@@ -56,7 +56,7 @@ def pod_template(objects) -> dict:
     return workload["spec"]["template"]
 
 
-def test_a_time_sliced_request_on_kueue_dra_gets_a_claim_template_and_no_driver_config(api, engineer, team_a):
+def test_a_time_sliced_request_on_kueue_dra_gets_a_claim_template_and_the_declared_driver_config(api, engineer, team_a):
     lab_cluster(dra_feature_gates=["TimeSlicingSettings"])
     notebook = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV)
     assert (notebook.decision["cluster"], notebook.decision["node_pool"]) == ("gpu-lab", "l40s-ts")
@@ -68,8 +68,9 @@ def test_a_time_sliced_request_on_kueue_dra_gets_a_claim_template_and_no_driver_
     template = next(o for o in objects if o["kind"] == "ResourceClaimTemplate")
     assert pod_template(objects)["spec"]["resourceClaims"] == [
         {"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
-    # Kueue's DRA integration does not support per-request config, even with the driver gate on.
-    assert "config" not in template["spec"]["spec"]["devices"]
+    # The Deployment carries no Kueue queue label (only Kueue gangs do): the driver's time-slicing config applies.
+    assert "kueue.x-k8s.io/queue-name" not in str(objects)
+    assert template["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["kind"] == "GpuConfig"
     assert validate_objects(objects, "1.36") == len(objects)
 
 

@@ -187,10 +187,14 @@ def test_dra_time_slicing_config_only_where_the_driver_gate_is_declared():
     assert config["requests"] == ["gpu"] and config["opaque"]["driver"] == "gpu.nvidia.com"
     assert config["opaque"]["parameters"]["kind"] == "GpuConfig"
     assert config["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
-    # Kueue's DRA integration does not support per-request config, gate or not.
-    kueue = _render("ts_renamed-dra-kueue-1.36-inference-plain",
+    # Kueue's DRA integration does not support per-request config, gate or not: none on the gangs it admits.
+    kueue = _render("ts_renamed-dra-kueue-1.36-training_gang-plain",
                     cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
     assert "config" not in kueue[0]["spec"]["spec"]["devices"]
+    # A Deployment on that cluster carries no queue label: Kueue leaves it alone, the driver's config applies.
+    served = _render("ts_renamed-dra-kueue-1.36-inference-plain",
+                     cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
+    assert served[0]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["kind"] == "GpuConfig"
 
 
 @pytest.mark.parametrize("strategy_variant", ["whole_gpu", "mig_mixed", "ts_renamed"])
