@@ -25,6 +25,7 @@ from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team
 from portal.roles import is_finance, is_platform
 from provisioning.catalogue import load_catalogue
+from provisioning.choices import SchedulingModel
 from provisioning.models import Cluster, GangStall, NodePool
 
 from .choices import Category, CollectionStatus, EndSource, Flag
@@ -104,10 +105,11 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     pools = {}
     if pool_keys:
         clusters = {c for c, _ in pool_keys if c}
-        for cluster, name, replicas in NodePool.objects.filter(cluster__name__in=clusters).values_list(
-            "cluster__name", "name", "time_slicing_replicas"
-        ):
-            pools[(cluster, name)] = replicas
+        for cluster, name, replicas, model, cluster_model in NodePool.objects.filter(
+            cluster__name__in=clusters
+        ).values_list("cluster__name", "name", "time_slicing_replicas", "scheduling_model", "cluster__scheduling_model"):
+            # On DRA each pod's claim holds whole devices (provisioning/manifests/devices.py): one device, one GPU.
+            pools[(cluster, name)] = 1 if (model or cluster_model) == SchedulingModel.DRA else replicas
     return requests, teams, pools
 
 

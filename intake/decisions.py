@@ -92,6 +92,9 @@ class PoolSpec:
     nvlink_domain: str = ""
     scheduling_model: str = "device_plugin"
     id: int | None = None
+    # DRA pools: extended resources (e.g. nvidia.com/gpu) the cluster's DeviceClasses serve from DRA devices
+    # (DRAExtendedResource, on by default from Kubernetes 1.36); empty elsewhere.
+    dra_extended_resources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,16 @@ def _equivalents(strategy: str, candidate: _Candidate, inventory: Inventory, cou
     return Fraction(count)
 
 
+def _dra_extended_resource(strategy: str, candidate: _Candidate, answers: Answers) -> str | None:
+    """The extended resource a DRA request is rendered with, when its pool's DeviceClass serves one for these
+    devices; None keeps the claim template. A driver floor needs the claim's CEL selector (extended resources carry
+    none); time-sliced requests keep their claim (the driver's sharing config lives there)."""
+    if answers.min_driver_major or strategy == TIME_SLICING:
+        return None
+    name = candidate.profile.resource_name if strategy == MIG else "nvidia.com/gpu"
+    return name if name in candidate.pool.dra_extended_resources else None
+
+
 def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     """Return the placement decision as a JSON-ready dict (see docs/policy.md, "The decision")."""
     reasons = _Reasons()
@@ -429,11 +442,15 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
            if skipped else ""),
     )
     scheduling_model = pool.scheduling_model or cluster.scheduling_model
+    extended = _dra_extended_resource(strategy, chosen, answers) if scheduling_model == "dra" else None
+    how = "the device plugin (a device count)"
+    if scheduling_model == "dra":
+        how = (f"{extended} limits served from DRA devices (a DeviceClass declares it: DRAExtendedResource)"
+               if extended else "Dynamic Resource Allocation claims")
     reasons.add(
         "scheduling_model",
-        "GPUs are requested through "
-        + ("Dynamic Resource Allocation claims" if scheduling_model == "dra" else "the device plugin (a device count)")
-        + f" because that is how {cluster.name}/{pool.name} is set up, not a choice made for this request.",
+        f"GPUs are requested through {how} because that is how {cluster.name}/{pool.name} is set up, not a choice "
+        "made for this request.",
     )
 
     # 3. Isolation.
@@ -506,6 +523,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "cluster": cluster.name,
         "node_pool": pool.name,
         "scheduling_model": scheduling_model,
+        "dra_extended_resource": extended,
         "policy_version": policy.version,
         "rule": route.key if route else None,
         "guardrails": sorted(set(guardrails_applied)),

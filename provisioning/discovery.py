@@ -39,6 +39,7 @@ MIG_PREFIX = "nvidia.com/mig-"
 DRA_DRIVER = "gpu.nvidia.com"
 DRA_GPU = "gpu.nvidia.com/gpu"  # resource keys for DRA devices, beside the extended-resource names
 DRA_MIG_PREFIX = "gpu.nvidia.com/mig-"
+DRIVER_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
 _MIG_COUNT_LABEL = re.compile(r"^nvidia\.com/mig-(?P<profile>.+)\.count$")
 _MIG_PRODUCT = re.compile(r"-MIG-(?P<profile>\d+g\.\d+gb.*)$")
 _QUANTITY = re.compile(r"^(?P<number>\d+)$")
@@ -341,7 +342,9 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
         meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
             continue
-        resources = Counter(_pod_extended(spec))
+        # A pod whose extended resources DRA serves (KEP-5004) holds them through the claim the scheduler made for
+        # it (`status.extendedResourceClaimStatus`): count its devices once, from that claim.
+        resources = Counter() if status.get("extendedResourceClaimStatus") else Counter(_pod_extended(spec))
         resources.update(held_by_pod.get(meta.get("uid", ""), {}))
         if not resources:
             continue  # no NVIDIA extended resource, and no GPU device allocated to its claims (yet)
@@ -356,6 +359,20 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
             )
         )  # fmt: skip
     return found
+
+
+def device_classes(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """DeviceClasses as the portal records them: name, the extended resource a KEP-5004 class serves pods asking
+    for it (`spec.extendedResourceName`, resource.k8s.io/v1 1.34+; "" when none) and its CEL selectors, by name."""
+    found = []
+    for item in items:
+        spec = item.get("spec") or {}
+        found.append({
+            "name": (item.get("metadata") or {}).get("name", ""),
+            "extended_resource_name": spec.get("extendedResourceName") or "",
+            "selectors": [(s.get("cel") or {}).get("expression", "") for s in spec.get("selectors") or []],
+        })  # fmt: skip
+    return sorted(found, key=lambda c: c["name"])
 
 
 def dra_device_keys(devices_by_node: Mapping[str, Sequence[dict]]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -594,6 +611,8 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         "nvlink_domain": _most_common(n.clique for n in usable),
         "cliques": sorted(cliques),
         "scheduling_models": sorted({n.scheduling_model for n in nodes}),
+        # Does GFD's driver label exist on every usable node? DRA-only nodes may have no GFD (renderer: affinity.py).
+        "driver_major_label": bool(usable) and all(DRIVER_MAJOR_LABEL in n.labels for n in usable),
     }
 
 
@@ -811,7 +830,7 @@ def capacity_by_strategy(rows: Iterable[NodeCapacityRow], catalogue: Catalogue) 
 
 __all__ = [
     "NodeFacts", "PodUse", "DeclaredPool", "DiscoveredGroup", "Grouping", "NodeCapacityRow", "parse_node",
-    "parse_pods", "dra_devices_by_node", "dra_device_keys", "group_nodes", "as_declared", "usable_for",
+    "parse_pods", "dra_devices_by_node", "dra_device_keys", "device_classes", "group_nodes", "as_declared", "usable_for",
     "summarise_pool", "pool_discrepancies", "cluster_discrepancies", "capacity_by_strategy", "key_strategy",
     "key_profile", "equivalents_per_unit", "pool_name", "selector_matches",
 ]

@@ -22,7 +22,11 @@ logger = logging.getLogger(__name__)
 @transaction.atomic
 def cluster_declare(*, name: str, pools: list[dict], **fields) -> Cluster:
     """Create or update a cluster and its declared pools (by name). Pools not listed are left alone."""
-    cluster, _ = Cluster.objects.update_or_create(name=name, defaults=fields)
+    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    cluster.full_clean()  # declared values are checked field by field, as the pools' are
+    cluster.save()
     for spec in pools:
         spec = dict(spec)
         gpu_model = GpuModel.objects.get(key=spec.pop("gpu_model"))
@@ -59,6 +63,7 @@ class ClusterObservation:
     slices: list[dict] = field(default_factory=list)
     claims: list[dict] = field(default_factory=list)
     pods: list[dict] = field(default_factory=list)
+    device_classes: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,10 @@ def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
         dra = "v1" in groups.get("resource.k8s.io", [])
         slices = kube_inventory.list_resource_slices(kube) if dra else []
         claims = kube_inventory.list_resource_claims(kube) if slices else []
+        classes = kube_inventory.list_device_classes(kube) if dra else []
         pods = list(kube_inventory.iter_gpu_pods(kube_inventory.list_active_pods(kube)))
     return ClusterObservation(git_version=git_version, gang_schedulers=gang, nodes=nodes, slices=slices,
-                              claims=claims, pods=pods)
+                              claims=claims, pods=pods, device_classes=classes)
 
 
 def inventory_sync(*, cluster: Cluster) -> SyncOutcome:
@@ -267,6 +273,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.discovered_kubernetes_version = observation.git_version
     cluster.discovered_gang_schedulers = observation.gang_schedulers
     cluster.dra_in_use = dra_in_use
+    cluster.dra_device_classes = discovery.device_classes(observation.device_classes)
     cluster.discrepancies = discovery.cluster_discrepancies(
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
         declared_gang=cluster.gang_scheduler, installed_gang=installed,
@@ -276,6 +283,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""
     cluster.save(update_fields=["discovered_kubernetes_version", "discovered_gang_schedulers", "dra_in_use",
+                                "dra_device_classes",
                                 "discrepancies", "last_synced_at", "last_sync_attempt_at", "last_sync_error"])
     pools = len(declared_rows) + len(seen_keys)
     return SyncOutcome(cluster=cluster.name, status="synced", nodes=len(gpu_facts), pools=pools,

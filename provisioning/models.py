@@ -38,8 +38,20 @@ from .choices import (
     SharingMode,
     StallEnd,
 )
+from .manifests.devices import DRA_DRIVER_FEATURE_GATES
 
 driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
+
+
+def dra_feature_gates_validator(value) -> None:
+    if not isinstance(value, list) or not all(isinstance(gate, str) for gate in value):
+        raise ValidationError('A list of NVIDIA DRA driver feature gate names, e.g. ["TimeSlicingSettings"].')
+    unknown = sorted(set(value) - set(DRA_DRIVER_FEATURE_GATES))
+    if unknown:
+        raise ValidationError(
+            f"Unknown NVIDIA DRA driver feature gate(s): {', '.join(unknown)}; known (driver v0.4.1): "
+            f"{', '.join(DRA_DRIVER_FEATURE_GATES)}."
+        )
 
 
 class GpuModel(models.Model):
@@ -94,6 +106,10 @@ class Cluster(models.Model):
     gitops_repo = models.CharField(max_length=500, blank=True, help_text="Local path of the GitOps repository")
     # Kueue: the ClusterQueue each team's LocalQueue points at. KAI/Volcano: the parent queue name.
     gang_queue = models.CharField(max_length=63, blank=True)
+    dra_feature_gates = models.JSONField(
+        default=list, blank=True, validators=[dra_feature_gates_validator],
+        help_text='NVIDIA DRA driver feature gates turned on in its Helm values, e.g. ["TimeSlicingSettings"]',
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
@@ -102,6 +118,9 @@ class Cluster(models.Model):
         default=list, blank=True, help_text='installed gang schedulers: [{"backend", "api_group", "versions"}]'
     )
     dra_in_use = models.BooleanField(null=True, blank=True, help_text="GPU ResourceSlices seen; null: never synced")
+    dra_device_classes = models.JSONField(
+        default=list, blank=True, help_text='DRA DeviceClasses seen: [{"name", "extended_resource_name", "selectors"}]'
+    )
     discrepancies = models.JSONField(
         default=list, blank=True, help_text='declared vs discovered: [{"field", "declared", "discovered", "message"}]'
     )

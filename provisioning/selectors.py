@@ -15,6 +15,13 @@ from intake.choices import REQUEST_HOLDING
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
 
 from . import discovery, fit
+from .dra_inputs import (
+    cluster_extended_resources,
+    decided_replicas,
+    dra_device_caps,
+    dra_extended_resources,
+    offered_profiles,
+)
 from .catalogue import load_catalogue
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
 from .manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
@@ -42,10 +49,11 @@ def pool_spec(pool: NodePool, catalogue=None) -> PoolSpec:
         mig_profiles=profiles,
         mig_layout=pool.mig_layout,
         mig_strategy=pool.mig_strategy,
-        time_slicing_replicas=pool.time_slicing_replicas,
+        time_slicing_replicas=decided_replicas(pool, pool.time_slicing_replicas),
         driver_major=pool.driver_major,
         nvlink_domain=pool.nvlink_domain,
         scheduling_model=pool.effective_scheduling_model,
+        dra_extended_resources=dra_extended_resources(pool),
     )
 
 
@@ -68,10 +76,11 @@ def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
         mig_profiles=dict(seen.get("mig_profiles") or {}) if pool.sharing_mode == SharingMode.MIG else {},
         mig_layout=pool.mig_layout,
         mig_strategy=pool.mig_strategy,
-        time_slicing_replicas=seen.get("time_slicing_replicas") or pool.time_slicing_replicas,
+        time_slicing_replicas=decided_replicas(pool, seen.get("time_slicing_replicas") or pool.time_slicing_replicas),
         driver_major=seen.get("min_driver_major"),
         nvlink_domain=seen.get("nvlink_domain") or "",
         scheduling_model=pool.effective_scheduling_model,
+        dra_extended_resources=dra_extended_resources(pool),
     )
 
 
@@ -124,35 +133,41 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             node_selector=dict(pool.node_selector or {}),
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
+            driver_major_label=(pool.discovered or {}).get("driver_major_label"),
         ),
+        dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
+        dra_extended_resources=cluster_extended_resources(cluster),
     )
 
 
 def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
     """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
-    cluster's pools: whole GPUs as devices, MIG as slices of each profile the cluster offers, time-slicing as
-    shares. Each cap alone allows the whole quota; the exact sum is enforced at approval. `pools`: the cluster's
-    pools already loaded (with their GPU model), for callers rendering many requests without a query each."""
+    cluster's pools. Device plugin pools: whole GPUs as devices, MIG as slices of each profile the cluster offers,
+    time-slicing as shares; each cap alone allows the whole quota, the exact sum is enforced at approval. DRA pools
+    (`dra_device_caps`): devices per DeviceClass. `pools`: the cluster's pools already loaded (with their GPU model),
+    for callers rendering many requests without a query each."""
     quotas = {q.strategy: q.gpu_equivalents for q in team.gpu_quotas.all()}
     caps: dict[str, int] = {}
+    dra_pools = []
     if cluster is not None and quotas:
         catalogue = load_catalogue()
         for pool in (pools if pools is not None else cluster.pools.select_related("gpu_model")):
-            if pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
+            if pool.effective_scheduling_model == SchedulingModel.DRA:
+                dra_pools.append(pool)
+            elif pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
                 caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
             elif pool.sharing_mode == SharingMode.TIME_SLICING and Strategy.TIME_SLICING in quotas:
                 name = "nvidia.com/gpu.shared" if pool.time_slicing_renamed else "nvidia.com/gpu"
                 shares = int(quotas[Strategy.TIME_SLICING] * (pool.time_slicing_replicas or 1))
                 caps[name] = max(caps.get(name, 0), shares)
             elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
-                model = catalogue.models.get(pool.gpu_model.key)
-                offered = set(catalogue.layout_profiles(pool.mig_layout, pool.gpu_model.key))
-                offered |= {p for p in (pool.discovered or {}).get("mig_profiles", {}) if p in model.mig.profiles}
-                for profile_name in sorted(offered):
-                    profile = model.mig.profiles[profile_name]
-                    slices = int(quotas[Strategy.MIG] * model.mig.total_slices / profile.compute_slices)
+                for profile in offered_profiles(pool, catalogue):
+                    slices = int(quotas[Strategy.MIG] * profile.total_slices / profile.compute_slices)
                     caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
-    return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps)
+        dra = dra_device_caps(quotas, dra_pools, catalogue)
+    else:
+        dra = {}
+    return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps, dra_devices=dra)
 
 
 def request_spec(*, gpu_request) -> RequestSpec:
@@ -184,6 +199,7 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         driver_min_major=(decision.get("driver") or {}).get("min_major"),
         gpu_equivalents_per_replica=f"{decision['gpu_equivalents_per_replica']:.6f}",
         driver_branch=(decision.get("driver") or {}).get("branch"),
+        dra_extended_resource=decision.get("dra_extended_resource"),
     )
 
 
@@ -307,10 +323,10 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
     strategy, profile = decision["strategy"], decision.get("mig_profile")
     per_pod, pods = int(decision["gpus_per_replica"]), int(decision["replicas"])
     model = load_catalogue().models.get(decision["gpu_model"])
-    if decision.get("scheduling_model", pool.effective_scheduling_model) == SchedulingModel.DRA:
+    dra = decision.get("scheduling_model", pool.effective_scheduling_model) == SchedulingModel.DRA
+    if dra:
+        # Every replica's claim holds its own devices, time-sliced requests included.
         resource = f"{discovery.DRA_MIG_PREFIX}{profile}" if strategy == Strategy.MIG else discovery.DRA_GPU
-        if strategy == Strategy.TIME_SLICING:
-            pods = 1  # every replica shares one claim's devices
     elif strategy == Strategy.MIG:
         spec = model.mig.profiles.get(profile) if model and model.mig else None
         resource = discovery.GPU if pool.mig_strategy == MigStrategy.SINGLE else (
@@ -319,7 +335,8 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
         resource = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
     else:
         resource = discovery.GPU
-    unit = {Strategy.MIG: f"{profile} slice", Strategy.TIME_SLICING: "time-sliced share"}.get(strategy, "GPU")
+    unit = {Strategy.MIG: f"{profile} slice", Strategy.TIME_SLICING: "GPU" if dra else "time-sliced share"}.get(
+        strategy, "GPU")
     return fit.Demand(
         resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
         gpu_model=decision["gpu_model"], unit=unit, profile=profile if strategy == Strategy.MIG else None,

@@ -121,6 +121,17 @@ def list_resource_claims(kube: KubeClient) -> list[dict[str, Any]]:
         raise
 
 
+def list_device_classes(kube: KubeClient) -> list[dict[str, Any]]:
+    """DRA DeviceClasses (cluster-scoped; `spec.extendedResourceName` says which serve extended resources, KEP-5004);
+    [] without DRA."""
+    try:
+        return _list_all(kube, "resource.k8s.io/v1", "DeviceClass", "list DeviceClasses")
+    except PermanentKubeError as exc:
+        if "does not serve" in str(exc):
+            return []
+        raise
+
+
 def get_node(kube: KubeClient, name: str) -> dict[str, Any]:
     resource = kube.resource("v1", "Node")
     with kube_errors(f"read node {name}"):

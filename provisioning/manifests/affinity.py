@@ -1,4 +1,4 @@
-"""Pod affinity for fabric isolation (reference §9) and the driver floor (reference §10)."""
+"""Pod affinity for fabric isolation (reference §9) and the driver floor by node label (reference §10)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,23 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
     if request.driver_min_major:
         if int(request.driver_min_major) < 1:
             raise RenderError(f"Driver floor {request.driver_min_major} is not a driver major version.")
+    if request.driver_min_major and driver_floor_by_label(ctx):
         # Gt compares integers; "at least N" is "greater than N-1".
         expressions.append(
             {"key": DRIVER_MAJOR_LABEL, "operator": "Gt", "values": [str(int(request.driver_min_major) - 1)]}
         )
-    if request.driver_branch:
+    if request.driver_branch and driver_floor_by_label(ctx):
         expressions.append({"key": DRIVER_MAJOR_LABEL, "operator": "In", "values": [str(int(request.driver_branch))]})
     return expressions
+
+
+def driver_floor_by_label(ctx: RenderContext) -> bool:
+    """Device plugin pods pin the floor on GFD's label (the device plugin ships GFD). On DRA the claim's CEL selector
+    on `driverVersion` is the constraint (devices.py); the label is added only where discovery saw it on every node
+    of the pool: DRA-only nodes may carry no GFD label at all, and a required label they lack matches no node."""
+    if ctx.cluster.scheduling_model != "dra":
+        return True
+    return ctx.cluster.pool.driver_major_label is True
 
 
 def build_tenant_anti_affinity(ctx: RenderContext) -> dict:

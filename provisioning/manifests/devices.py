@@ -1,9 +1,15 @@
 """How a pod gets its GPUs: sharing strategy x scheduling model -> limits, node selection and DRA claims.
 
 Device plugin (reference §1, §2): an extended resource in `limits` plus node labels written by GFD.
-DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim per pod) or, for time-slicing, one
-shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device attributes.
-A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
+DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate, so every pod gets a claim of its own, selected
+by CEL on the NVIDIA driver's device attributes. Never one ResourceClaim shared by the replicas: Kueue v0.19 refuses
+pods that name a claim (`pkg/controller/core/workload_controller.go`, "DRA resource claims not supported"), a shared
+claim pins every replica to the node holding its devices, and quota and billing would count its devices once per
+pod. A time-sliced DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
+time-slicing settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate
+(dra-driver-nvidia-gpu v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise).
+A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a DeviceClass with
+`extendedResourceName`, KEP-5004); the device plugin must not manage the same node either way.
 """
 
 from __future__ import annotations
@@ -192,8 +198,17 @@ def build_device_request(ctx: RenderContext) -> dict:
     }
 
 
+# The NVIDIA DRA driver's feature gates (dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go); a cluster
+# declares the ones its Helm `featureGates` turn on.
+DRA_DRIVER_FEATURE_GATES = (
+    "TimeSlicingSettings", "MPSSupport", "IMEXDaemonsWithDNSNames", "PassthroughSupport", "NVMLDeviceHealthCheck",
+    "DynamicMIG", "ComputeDomainCliques", "CrashOnNVLinkFabricErrors", "DeviceMetadata",
+)  # fmt: skip
+TIME_SLICING_GATE = "TimeSlicingSettings"  # alpha, off by default
+
+
 def build_time_slicing_config() -> dict:
-    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+    """The NVIDIA DRA driver's opaque sharing config (v0.4.1 `api/nvidia.com/resource/v1beta1/sharing.go`)."""
     return {
         "requests": [CLAIM_NAME],
         "opaque": {
@@ -207,9 +222,24 @@ def build_time_slicing_config() -> dict:
     }
 
 
+def kueue_managed(ctx: RenderContext) -> bool:
+    """Kueue admits only workloads carrying its queue-name label, which the renderer puts on Kueue gangs (gang.py)."""
+    return ctx.request.gang is not None and ctx.request.gang.backend == "kueue"
+
+
+def wants_time_slicing_config(ctx: RenderContext) -> bool:
+    """Only where the driver accepts it, and not on workloads Kueue admits: its DRA integration does not support
+    per-request `config` (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations")."""
+    return (
+        ctx.request.strategy == "time_slicing"
+        and TIME_SLICING_GATE in ctx.cluster.dra_feature_gates
+        and not kueue_managed(ctx)
+    )
+
+
 def build_claim_spec(ctx: RenderContext) -> dict:
     devices = {"requests": [build_device_request(ctx)]}
-    if ctx.request.strategy == "time_slicing":
+    if wants_time_slicing_config(ctx):
         devices["config"] = [build_time_slicing_config()]
     return {"devices": devices}
 
@@ -224,29 +254,39 @@ def build_resource_claim_template(ctx: RenderContext, name: str) -> dict:
     }
 
 
-def build_resource_claim(ctx: RenderContext, name: str) -> dict:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": ctx.metadata(name),
-        "spec": build_claim_spec(ctx),
-    }
+# KEP-5004 DRAExtendedResource: alpha (off) in 1.34/1.35, beta and on by default in 1.36, GA in 1.37.
+EXTENDED_RESOURCE_MINOR = 36
+
+
+def _dra_extended_resource(ctx: RenderContext, resource: str) -> GpuPlacement:
+    """Devices asked for as an extended resource: the scheduler makes the pod's claim from the DeviceClass that
+    declares `extendedResourceName` (its selectors alone pick the devices, hence no driver floor on this path, and
+    the pool's node selector pins the GPU model)."""
+    cluster = ctx.cluster
+    if ctx.minor < EXTENDED_RESOURCE_MINOR:
+        raise RenderError(
+            f"Cluster {cluster.name} runs Kubernetes 1.{ctx.minor}, where DRAExtendedResource is alpha and off: "
+            f"{resource} would not be served from DRA devices. Re-run placement (the request then gets a claim)."
+        )
+    if resource not in cluster.dra_extended_resources:
+        raise RenderError(
+            f"No DeviceClass on {cluster.name} declares extendedResourceName {resource} (last sync); re-run placement."
+        )
+    return GpuPlacement(
+        limits={resource: str(int(ctx.request.gpus_per_replica))},
+        node_selector=dict(cluster.pool.node_selector),
+        gpu_resource=resource,
+    )
 
 
 def _dra(ctx: RenderContext) -> GpuPlacement:
+    if ctx.request.dra_extended_resource:
+        return _dra_extended_resource(ctx, ctx.request.dra_extended_resource)
     pool = ctx.cluster.pool
     name = child_name(ctx.base, "gpu")
-    if ctx.request.strategy == "time_slicing":
-        # One claim shared by every replica: the pods time-slice the same device(s). A shared claim pins all
-        # replicas to the node holding those devices.
-        claim = build_resource_claim(ctx, name)
-        pod_claim = {"name": CLAIM_NAME, "resourceClaimName": name}
-    else:
-        claim = build_resource_claim_template(ctx, name)
-        pod_claim = {"name": CLAIM_NAME, "resourceClaimTemplateName": name}
     return GpuPlacement(
         node_selector=dict(pool.node_selector),
-        pod_claims=[pod_claim],
+        pod_claims=[{"name": CLAIM_NAME, "resourceClaimTemplateName": name}],
         container_claims=[{"name": CLAIM_NAME}],
-        objects=[claim],
+        objects=[build_resource_claim_template(ctx, name)],
     )

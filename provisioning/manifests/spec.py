@@ -12,6 +12,9 @@ class TeamSpec:
     # GPU resources the team may hold in its namespace, by Kubernetes resource name
     # (e.g. {"nvidia.com/gpu": 16, "nvidia.com/mig-1g.18gb": 14}); empty = no ResourceQuota limits on GPUs.
     gpu_quota: dict[str, int] = field(default_factory=dict)
+    # DRA devices the team may hold, by DeviceClass (e.g. {"gpu.nvidia.com": 8, "mig.nvidia.com": 14}): the
+    # ResourceQuota counts claims' devices per class, whatever sharing strategy asked for them.
+    dra_devices: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class RequestSpec:
     driver_min_major: int | None
     gpu_equivalents_per_replica: str  # exact decimal string, e.g. "0.142857" (annotation for metering)
     driver_branch: int | None = None  # the release branch a rule keeps the class on: the driver major must equal it
+    # DRA: the extended resource the decision requests the devices by (DRAExtendedResource), None for a claim.
+    dra_extended_resource: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class PoolProfile:
     node_selector: dict[str, str] = field(default_factory=dict)
     taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
     nvlink_domain: str = ""  # nvidia.com/gpu.clique value when the pool is on an NVLink fabric
+    # Do the pool's nodes carry GFD's nvidia.com/cuda.driver-version.major? None: not known (never synced). DRA-only
+    # nodes may run no GFD at all (reference, corrections box item 5), so only a True lets a DRA pod use the label.
+    driver_major_label: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -70,3 +78,7 @@ class ClusterProfile:
     pool: PoolProfile
     gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
     label_domain: str = "gpu-portal.io"
+    # NVIDIA DRA driver feature gates the platform declares on (Helm `featureGates`), e.g. ("TimeSlicingSettings",).
+    dra_feature_gates: tuple[str, ...] = ()
+    # Extended resources the cluster's DeviceClasses declare (`spec.extendedResourceName`), as discovery read them.
+    dra_extended_resources: tuple[str, ...] = ()

@@ -15,7 +15,7 @@ Queues, by backend:
 
 from __future__ import annotations
 
-from .devices import GPU, GPU_DEVICE_CLASS, GPU_SHARED, MIG_DEVICE_CLASS
+from .devices import GPU, GPU_DEVICE_CLASS
 from .errors import RenderError
 from .labels import team_labels
 from .names import team_namespace, team_queue_name
@@ -33,34 +33,32 @@ def build_namespace(team: TeamSpec, cluster: ClusterProfile) -> dict:
 
 
 def device_class_quota_key(device_class: str) -> str:
+    """kubernetes/kubernetes pkg/quota/v1/evaluator/core/resource_claims.go (1.34-1.37): `V1ResourceByDeviceClass`
+    is the class name + `corev1.ResourceClaimsPerClass` (".deviceclass.resource.k8s.io/devices"), charged with the
+    `count` of every `exactly` request of a claim (and of claims the scheduler makes for extended resources)."""
     return f"{device_class}.deviceclass.resource.k8s.io/devices"
 
 
-def quota_key(resource: str, scheduling_model: str) -> str:
-    """The ResourceQuota key for one GPU resource of `team.gpu_quota`.
-
-    Device plugin: extended resources are quota'd as `requests.<name>`. DRA: claims are counted per device
-    class; whole GPUs and time-sliced shares both allocate `gpu.nvidia.com` devices, every MIG profile a
-    `mig.nvidia.com` device (per-profile DRA quota would need one DeviceClass per profile).
-    """
+def quota_key(resource: str) -> str:
+    """The ResourceQuota key of an extended resource in `team.gpu_quota`: `requests.<name>` (extended resources
+    cannot be overcommitted, so only requests are quota'd)."""
     if not resource.startswith("nvidia.com/"):
         raise RenderError(f"GPU quota resource {resource!r} is not an NVIDIA resource name (nvidia.com/...).")
-    if scheduling_model != "dra":
-        return f"requests.{resource}"
-    if resource in (GPU, GPU_SHARED):
-        return device_class_quota_key(GPU_DEVICE_CLASS)
-    if resource.startswith("nvidia.com/mig-"):
-        return device_class_quota_key(MIG_DEVICE_CLASS)
-    raise RenderError(f"GPU quota resource {resource!r} has no DRA device class to map to.")
+    return f"requests.{resource}"
 
 
 def build_resource_quota(team: TeamSpec, cluster: ClusterProfile) -> dict | None:
+    """Device plugin resources as extended resources, DRA devices per DeviceClass: each key is counted by its own
+    evaluator, so a cluster with pools of both models gets both kinds of keys in one quota."""
     hard: dict[str, int] = {}
     for resource, amount in sorted(team.gpu_quota.items()):
         if int(amount) < 0:
             raise RenderError(f"GPU quota for {resource} must not be negative (got {amount}).")
-        key = quota_key(resource, cluster.scheduling_model)
-        hard[key] = hard.get(key, 0) + int(amount)
+        hard[quota_key(resource)] = int(amount)
+    for device_class, amount in sorted(team.dra_devices.items()):
+        if int(amount) < 0:
+            raise RenderError(f"DRA device quota for {device_class} must not be negative (got {amount}).")
+        hard[device_class_quota_key(device_class)] = int(amount)
     if not hard:
         return None
     return {
@@ -93,7 +91,8 @@ def build_kai_queue(team: TeamSpec, cluster: ClusterProfile) -> dict:
     spec = {
         "displayName": team.slug,
         "resources": {
-            "gpu": {"quota": int(team.gpu_quota.get(GPU, 0)), "limit": -1, "overQuotaWeight": 1},
+            "gpu": {"quota": int(team.gpu_quota.get(GPU) or team.dra_devices.get(GPU_DEVICE_CLASS, 0)), "limit": -1,
+                    "overQuotaWeight": 1},
             "cpu": dict(unlimited),
             "memory": dict(unlimited),
         },

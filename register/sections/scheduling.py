@@ -1,15 +1,18 @@
 """2. Scheduling model per cluster and pool: device plugin or DRA as declared and as the nodes show it, conflicts,
-whether the cluster's Kubernetes offers `DRAExtendedResource`, and what moving a device-plugin pool to DRA would
+whether the cluster's Kubernetes offers `DRAExtendedResource`, what a cluster with DRA pools must be configured with
+(Kueue's deviceClassMappings, the NVIDIA driver's gates, DeviceClasses serving extended resources), and what moving a device-plugin pool to DRA would
 change for the requests living there (re-rendered by the pure renderer, compared object by object, and the new
 objects validated offline; nothing is written)."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections import Counter
 from typing import Any
 
 from provisioning.manifests import ManifestInvalid, RenderError, render, render_team, validate_objects
+from provisioning.manifests.clusterside import dra_requirements
 from provisioning.selectors import cluster_profile, request_spec, team_spec
 
 from ..choices import DecisionArea, Section, Verdict
@@ -136,11 +139,15 @@ def migration_preview(*, cluster, pool, requests, pools) -> dict[str, Any]:
             continue
         rows.append({**row, "error": None, "objects_before": len(before), "objects_after": len(after),
                      **objects_diff(before, after), "validation": _validation(after, cluster.kubernetes_version)})
+    # The team's quota follows each pool's model (DRA pools count devices per DeviceClass): the pool, switched.
+    moved = copy.copy(pool)
+    moved.scheduling_model = DRA
+    after_pools = [moved if p.pk == pool.pk else p for p in pools]
     team_rows = []
     for slug, team in sorted(teams.items()):
         try:
-            spec = team_spec(team=team, cluster=cluster, pools=pools)
-            before, after = render_team(spec, before_profile), render_team(spec, after_profile)
+            before = render_team(team_spec(team=team, cluster=cluster, pools=pools), before_profile)
+            after = render_team(team_spec(team=team, cluster=cluster, pools=after_pools), after_profile)
         except RenderError as exc:
             team_rows.append({"team": slug, "error": str(exc), "added": [], "removed": [], "changed": [],
                               "validation": None})
@@ -218,6 +225,8 @@ def _cluster_item(snapshot: Snapshot, cluster) -> Item:
     if not synced:
         notes.append(f"Not verified against the nodes: {cluster.name} was never synced.")
     notes.append(gate["text"])
+    requirements = _dra_requirements(cluster)
+    notes += [r["text"] for r in requirements]
     return Item(
         area=AREA, subject=cluster.name, state=f"{MODEL_WORDS[declared]} (cluster setting); "
                                                f"{_nodes_text(by_model, synced)}",
@@ -227,10 +236,20 @@ def _cluster_item(snapshot: Snapshot, cluster) -> Item:
             "kubernetes_version": cluster.kubernetes_version,
             "discovered_kubernetes_version": cluster.discovered_kubernetes_version or None,
             "dra_in_use": cluster.dra_in_use, "nodes_by_model": by_model, "dra_extended_resource": gate,
-            "decision": decision_evidence(decision), "conflicts": conflicts,
+            "decision": decision_evidence(decision), "conflicts": conflicts, "dra_requirements": requirements,
         },
         notes=notes,
     )  # fmt: skip
+
+
+def _dra_requirements(cluster) -> list[dict[str, Any]]:
+    """What the cluster side must be configured with for its DRA pools' objects (manifests/clusterside.py)."""
+    modes = [p.sharing_mode for p in cluster.pools.all() if (p.scheduling_model or cluster.scheduling_model) == DRA]
+    return dra_requirements(
+        kubernetes_minor=kubernetes_minor(cluster.kubernetes_version), gang_scheduler=cluster.gang_scheduler,
+        sharing_modes=modes, feature_gates=cluster.dra_feature_gates or (),
+        extended_resources={c["name"]: c.get("extended_resource_name", "") for c in cluster.dra_device_classes or ()},
+    )
 
 
 def _pool_item(snapshot: Snapshot, cluster, pool, pools) -> Item:

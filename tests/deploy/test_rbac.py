@@ -127,7 +127,7 @@ class RecordingApiServer:
 NAMESPACED = [  # (group, version, plural) rendered per request and torn down on cancel
     ("", "v1", "services"), ("apps", "v1", "deployments"), ("batch", "v1", "jobs"),
     ("policy", "v1", "poddisruptionbudgets"), ("resource.k8s.io", "v1", "resourceclaimtemplates"),
-    ("resource.k8s.io", "v1", "resourceclaims"), ("scheduling.k8s.io", "v1alpha1", "workloads"),
+    ("scheduling.k8s.io", "v1alpha1", "workloads"),
     ("scheduling.k8s.io", "v1alpha2", "podgroups"), ("scheduling.volcano.sh", "v1beta1", "podgroups"),
     ("scheduling.run.ai", "v2alpha2", "podgroups"),
 ]
@@ -152,6 +152,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     core.list_pod_for_all_namespaces(label_selector="gpu-portal.io/request", **raw)
     kubernetes.client.ResourceV1Api(api).list_resource_slice(**raw)
     kubernetes.client.ResourceV1Api(api).list_resource_claim_for_all_namespaces(**raw)
+    kubernetes.client.ResourceV1Api(api).list_device_class(**raw)
 
     def request(method, path, query=None, body=None, content_type=None):
         # What the dynamic client does underneath: serialize, then send through the same REST client.

@@ -214,21 +214,31 @@ def dra_semver(version: str) -> str:
     return ".".join(str(int(p)) for p in version.split("."))
 
 
+# NVML GPU-instance profile ids by compute slices (NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0 ... 7_SLICE = 4 in the enum;
+# the ids the driver reads back are 19, 14, 9, 5, 0 on Hopper/Blackwell, and 15 for the 1g double-memory profile).
+_GI_PROFILE_ID = {1: 19, 2: 14, 3: 9, 4: 5, 7: 0}
+_COMPUTE_CAPABILITY = {"hopper": "9.0.0", "ampere": "8.0.0", "ada-lovelace": "8.9.0", "blackwell": "10.0.0"}
+
+
 def resource_slice(node: str, *, model: str = "B200-180GB", gpus: int = 8, driver: str = "580.65.06",
                    generation: int = 1, mig: dict[str, int] | None = None) -> dict[str, Any]:
     """The NVIDIA DRA GPU plugin's ResourceSlice for one node: `gpus` whole GPUs (or, with `mig`, MIG devices of
-    those profiles per GPU)."""
+    those profiles per GPU), shaped as dra-driver-nvidia-gpu v0.4.1 publishes them
+    (cmd/gpu-kubelet-plugin/deviceinfo.go, mig.go): attributes under the driver's domain written bare, full GPUs
+    named `gpu-<minor>`, MIG devices `gpu-<minor>-mig-<profile without dots>-<profileID>-<placementStart>` with the
+    parent's product, driver and CUDA attributes, and `memory` / `multiprocessors` capacities."""
     spec = load_catalogue().model(model)
+    family = _MODEL_LABELS[model]["family"]
     devices = []
     for index in range(gpus):
         gpu_uuid = f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}-{index}')}"
         common = {
             "productName": {"string": spec.dra_product_name},
             "brand": {"string": "Nvidia"},
-            "architecture": {"string": spec.family.capitalize()},
-            "cudaComputeCapability": {"version": "10.0.0"},
+            "architecture": {"string": "Ada Lovelace" if family == "ada-lovelace" else family.capitalize()},
+            "cudaComputeCapability": {"version": _COMPUTE_CAPABILITY[family]},
             "driverVersion": {"version": dra_semver(driver)},
-            "cudaDriverVersion": {"version": "13.0.0"},
+            "cudaDriverVersion": {"version": "13.0.0" if int(driver.split(".")[0]) >= 580 else "12.8.0"},
             "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{index:02x}"},
         }
         if not mig:
@@ -236,14 +246,21 @@ def resource_slice(node: str, *, model: str = "B200-180GB", gpus: int = 8, drive
                             "attributes": {"type": {"string": "gpu"}, "uuid": {"string": gpu_uuid}, **common},
                             "capacity": {"memory": {"value": f"{spec.memory_gb}Gi"}}})
             continue
+        placement = 0
         for profile, count in mig.items():
-            for n in range(count):
+            info = spec.mig.profiles[profile]
+            profile_id = 15 if info.compute_slices == 1 and info.memory_gb > spec.memory_gb / 7 * 1.5 else (
+                _GI_PROFILE_ID[info.compute_slices])
+            for _ in range(count):
                 devices.append({
-                    "name": f"gpu-{index}-mig-{profile.replace('.', '')}-{n}",
-                    "attributes": {"type": {"string": "mig"}, "uuid": {"string": f"MIG-{uuid.uuid4()}"},
+                    "name": f"gpu-{index}-mig-{profile.replace('.', '')}-{profile_id}-{placement}",
+                    "attributes": {"type": {"string": "mig"},
+                                   "uuid": {"string": f"MIG-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{gpu_uuid}-{placement}')}"},
                                    "parentUUID": {"string": gpu_uuid}, "profile": {"string": profile}, **common},
-                    "capacity": {"memory": {"value": f"{spec.mig.profiles[profile].memory_gb}Gi"}},
+                    "capacity": {"memory": {"value": f"{info.memory_gb}Gi"},
+                                 "multiprocessors": {"value": str(info.compute_slices * 16)}},
                 })
+                placement += info.compute_slices
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -251,6 +268,38 @@ def resource_slice(node: str, *, model: str = "B200-180GB", gpus: int = 8, drive
         "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
                  "pool": {"name": node, "generation": generation, "resourceSliceCount": 1}, "devices": devices},
     }
+
+
+def dra_only_node(name: str, *, model: str = "B200-180GB", pool: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    """A node whose GPUs only the NVIDIA DRA driver serves, without GPU Feature Discovery: NFD's PCI label and the
+    platform's pool label, but no nvidia.com/gpu.* or nvidia.com/cuda.* label and no extended resource (GFD is only
+    required on DRA nodes for ComputeDomains, dra-driver-nvidia-gpu docs/prerequisites.md)."""
+    node = gpu_node(name, model=model, gpu_resources={}, taints=kwargs.pop("taints", []), **kwargs)
+    labels = {key: value for key, value in node["metadata"]["labels"].items() if not key.startswith("nvidia.com/")}
+    if pool:
+        labels[POOL_LABEL] = pool
+    node["metadata"]["labels"] = labels
+    return node
+
+
+def device_class(name: str, *, device_type: str = "gpu", extended_resource_name: str | None = None,
+                 profile: str | None = None) -> dict[str, Any]:
+    """A DeviceClass as the driver's Helm chart creates them (templates/deviceclass-{gpu,mig}.yaml v0.4.1: the
+    `gpu.nvidia.com` class declares `extendedResourceName: nvidia.com/gpu` on resource.k8s.io/v1 clusters), or a
+    per-profile MIG class as in its demo/specs/extended-resources."""
+    expression = f"device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{device_type}'"
+    if profile:
+        expression += f" && device.attributes['gpu.nvidia.com'].profile == '{profile}'"
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
+    if extended_resource_name:
+        spec["extendedResourceName"] = extended_resource_name
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
+
+
+def nvidia_device_classes() -> list[dict[str, Any]]:
+    """The chart's two GPU classes: whole GPUs (with the extended resource) and MIG devices (without)."""
+    return [device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu"),
+            device_class("mig.nvidia.com", device_type="mig")]
 
 
 def namespace(name: str) -> dict[str, Any]:

@@ -113,7 +113,12 @@ def make_request(strategy: str, shape: str, backend: str, variant: str, request_
     )
 
 
-def make_team() -> TeamSpec:
+def make_team(scheduling_model: str = "device_plugin") -> TeamSpec:
+    """16 whole GPUs, 2 time-sliced GPUs (8 shares of 4 on the device plugin), 2 GPUs of 1g.18gb slices: as
+    provisioning.selectors.team_spec turns those quotas into caps for each scheduling model."""
+    if scheduling_model == "dra":
+        return TeamSpec(slug="ml-research", cost_center="CC-4711 / Research",
+                        dra_devices={"gpu.nvidia.com": 18, "mig.nvidia.com": 14})
     return TeamSpec(
         slug="ml-research",
         cost_center="CC-4711 / Research",
@@ -132,7 +137,6 @@ def expected_error(shape: str, backend: str, version: str) -> str | None:
 
 
 def cases() -> list[Case]:
-    team = make_team()
     found = []
     for n, (strategy_variant, model, backend, version, shape, variant) in enumerate(
         itertools.product(POOLS, SCHEDULING_MODELS, BACKENDS, VERSIONS, SHAPES, VARIANTS), start=1
@@ -150,7 +154,7 @@ def cases() -> list[Case]:
         found.append(
             Case(
                 id=f"{strategy_variant}-{model}-{backend}-{version}-{shape}-{variant}",
-                team=team,
+                team=make_team(model),
                 request=make_request(strategy, shape, backend, variant, request_id=n),
                 cluster=cluster,
                 error=expected_error(shape, backend, version),

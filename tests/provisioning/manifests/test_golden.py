@@ -30,6 +30,9 @@ GOLDENS = {
         "secure-finetune",
     ),
     "kueue-dra-mig-training-1.37": ("mig_mixed-dra-kueue-1.37-training_gang-plain", 105, "mig-sweep"),
+    "kueue-dra-time-sliced-inference-driver-floor-1.36": (
+        "ts_renamed-dra-kueue-1.36-inference-shared_driver", 106, "shared-serve"
+    ),
 }
 
 

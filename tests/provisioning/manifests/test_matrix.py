@@ -126,7 +126,9 @@ def _check_invariants(case, objects):
     else:
         assert "podAntiAffinity" not in affinity and not clique_required
     driver_floor = {"key": "nvidia.com/cuda.driver-version.major", "operator": "Gt", "values": ["549"]}
-    assert (driver_floor in expressions) == bool(request.driver_min_major)
+    # DRA: the claim's CEL selector carries the floor; the GFD label only where the pool's nodes are known to have it.
+    by_label = case.cluster.scheduling_model != "dra" or case.cluster.pool.driver_major_label is True
+    assert (driver_floor in expressions) == (bool(request.driver_min_major) and by_label)
 
 
 def _request_object_count(case, objects):

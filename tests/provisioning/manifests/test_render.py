@@ -165,15 +165,67 @@ def test_dra_mig_selects_profile_and_parent_product_and_driver_floor():
     assert any("driverVersion.major() >= 550" in e for e in expressions)
 
 
-def test_dra_time_slicing_shares_one_claim_with_the_driver_sharing_config():
+def test_dra_time_slicing_gives_each_replica_a_claim_of_its_own():
+    # A shared ResourceClaim pinned every replica to one allocation and was refused by Kueue.
     objects = _render("ts_renamed-dra-none-1.36-inference-plain")
-    claim = objects[0]
-    assert claim["kind"] == "ResourceClaim"
-    config = claim["spec"]["devices"]["config"][0]
-    assert config["opaque"]["driver"] == "gpu.nvidia.com"
+    assert [o["kind"] for o in objects if o["kind"].startswith("ResourceClaim")] == ["ResourceClaimTemplate"]
+    template = objects[0]
+    assert _pod(objects)["spec"]["resourceClaims"] == [
+        {"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}
+    ]
+    exactly = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["deviceClassName"] == "gpu.nvidia.com" and exactly["count"] == 1
+
+
+def test_dra_time_slicing_config_only_where_the_driver_gate_is_declared():
+    # Without TimeSlicingSettings the driver rejects GpuConfig sharing TimeSlicing when it prepares the claim.
+    plain = _render("ts_renamed-dra-none-1.36-inference-plain")
+    assert "config" not in plain[0]["spec"]["spec"]["devices"]
+    gated = _render("ts_renamed-dra-none-1.36-inference-plain",
+                    cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
+    (config,) = gated[0]["spec"]["spec"]["devices"]["config"]
+    assert config["requests"] == ["gpu"] and config["opaque"]["driver"] == "gpu.nvidia.com"
     assert config["opaque"]["parameters"]["kind"] == "GpuConfig"
     assert config["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
-    assert _pod(objects)["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]
+    # Kueue's DRA integration does not support per-request config, gate or not: none on the gangs it admits.
+    kueue = _render("ts_renamed-dra-kueue-1.36-training_gang-plain",
+                    cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
+    assert "config" not in kueue[0]["spec"]["spec"]["devices"]
+    # A Deployment on that cluster carries no queue label: Kueue leaves it alone, the driver's config applies.
+    served = _render("ts_renamed-dra-kueue-1.36-inference-plain",
+                     cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
+    assert served[0]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["kind"] == "GpuConfig"
+
+
+@pytest.mark.parametrize("strategy_variant", ["whole_gpu", "mig_mixed", "ts_renamed"])
+def test_pods_on_kueue_dra_clusters_reference_templates_never_claims(strategy_variant):
+    # Kueue v0.19 marks a workload whose pods name a ResourceClaim inadmissible.
+    for shape in ("training_gang-plain", "inference-plain", "development-plain"):
+        objects = _render(f"{strategy_variant}-dra-kueue-1.36-{shape}")
+        assert "ResourceClaim" not in _kinds(objects)
+        for claim in _pod(objects)["spec"]["resourceClaims"]:
+            assert set(claim) == {"name", "resourceClaimTemplateName"}
+
+
+def test_dra_driver_floor_is_cel_and_the_gfd_label_only_where_nodes_carry_it():
+    case_id = "whole_gpu-dra-none-1.36-inference-shared_driver"
+    expressions = [s["cel"]["expression"]
+                   for s in _render(case_id)[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]]
+    assert "'driverVersion' in device.attributes['gpu.nvidia.com'] && " \
+           "device.attributes['gpu.nvidia.com'].driverVersion.major() >= 550" in expressions
+    label = {"key": "nvidia.com/cuda.driver-version.major", "operator": "Gt", "values": ["549"]}
+
+    def node_expressions(objects):
+        terms = _pod(objects)["spec"].get("affinity", {}).get("nodeAffinity", {})
+        terms = terms.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [{}])
+        return terms[0].get("matchExpressions", [])
+
+    # Unknown (never synced) or seen missing: DRA-only nodes may run no GFD, and a required label matches no node.
+    assert label not in node_expressions(_render(case_id))
+    assert label not in node_expressions(_render(case_id, pool_changes={"driver_major_label": False}))
+    assert label in node_expressions(_render(case_id, pool_changes={"driver_major_label": True}))
+    # The device plugin ships GFD: there the label stays the constraint.
+    assert label in node_expressions(_render("whole_gpu-device_plugin-none-1.36-inference-shared_driver"))
 
 
 # --- gang marks -------------------------------------------------------------------------------------------------
@@ -276,7 +328,7 @@ def test_shared_fabric_without_floor_has_no_affinity():
 # --- team objects -------------------------------------------------------------------------------------------------
 
 
-def test_team_quota_on_device_plugin_and_dra():
+def test_team_quota_counts_extended_resources_and_dra_devices_per_class():
     case = _case("whole_gpu-device_plugin-kueue-1.36-inference-plain")
     quota = render_team(make_team(), case.cluster)[1]
     assert quota["spec"]["hard"] == {
@@ -284,9 +336,11 @@ def test_team_quota_on_device_plugin_and_dra():
         "requests.nvidia.com/gpu.shared": "8",
         "requests.nvidia.com/mig-1g.18gb": "14",
     }
-    dra_quota = render_team(make_team(), replace(case.cluster, scheduling_model="dra"))[1]
+    team = replace(make_team(), gpu_quota={}, dra_devices={"gpu.nvidia.com": 10, "mig.nvidia.com": 14})
+    dra_quota = render_team(team, replace(case.cluster, scheduling_model="dra"))[1]
+    # kubernetes pkg/quota/v1/evaluator/core/resource_claims.go: <class> + ".deviceclass.resource.k8s.io/devices"
     assert dra_quota["spec"]["hard"] == {
-        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "24",
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "10",
         "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "14",
     }
 
@@ -406,3 +460,25 @@ def test_host_cpu_and_memory_scale_with_the_devices(case_id, changes, cpu, memor
     container = _pod(_render(case_id, request_changes=changes))["spec"]["containers"][0]
     assert container["resources"]["requests"] == {"cpu": cpu, "memory": memory}
     assert container["resources"]["limits"]["memory"] == memory
+
+
+# --- DRAExtendedResource ------------------------------------------------------------------------------------------
+
+
+def test_dra_extended_resource_path_asks_limits_and_makes_no_claim():
+    objects = _render("whole_gpu-dra-none-1.36-inference-plain",
+                      request_changes={"dra_extended_resource": "nvidia.com/gpu"},
+                      cluster_changes={"dra_extended_resources": ("nvidia.com/gpu",)})
+    assert not [o for o in objects if o["kind"].startswith("ResourceClaim")]
+    pod = _pod(objects)["spec"]
+    assert "resourceClaims" not in pod and "claims" not in pod["containers"][0]["resources"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "p5e.48xlarge"}
+
+
+def test_dra_extended_resource_path_is_refused_where_kubernetes_or_the_device_class_cannot_serve_it():
+    with pytest.raises(RenderError, match="DRAExtendedResource is alpha and off"):
+        _render("whole_gpu-dra-none-1.35-inference-plain", request_changes={"dra_extended_resource": "nvidia.com/gpu"},
+                cluster_changes={"dra_extended_resources": ("nvidia.com/gpu",)})
+    with pytest.raises(RenderError, match="No DeviceClass on eu-west-gpu-1 declares extendedResourceName"):
+        _render("whole_gpu-dra-none-1.36-inference-plain", request_changes={"dra_extended_resource": "nvidia.com/gpu"})
