@@ -14,6 +14,7 @@ track stalled gangs and the GPU time they burn, notify, release; and the per-clu
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -606,7 +607,13 @@ def cluster_status_reconcile(
     from .services import cluster_connection
 
     own_client = kube is None
-    kube = kube or KubeClient(cluster_connection(cluster))
+    try:
+        kube = kube or KubeClient(cluster_connection(cluster))
+    except KubeError as exc:  # unusable credentials or a refused URL: nothing to watch until someone fixes them
+        with contextlib.suppress(Exception):
+            lock.release()
+        return _failed(cluster, RunOutcome(cluster=cluster.name, status=ReconcileStatus.ERROR),
+                       f"cannot connect: {exc}")
     try:
         return _run(cluster, kube, watch_seconds, clock)
     finally:
