@@ -58,6 +58,9 @@ MATRIX = [
     (("GET", "cluster-upgrade-impact", {"pk": "cluster", "pool_id": "pool"}, {"driver_version": "580.65.06"}), (401, 403, 403, 200, 403)),
     (("GET", "ops-ping", {}, None), (401, 403, 403, 404, 403)),  # 404 for platform: no worker has pinged yet
     (("POST", "ops-ping", {}, {}), (401, 403, 403, 202, 403)),
+    # A team's webhook secret: its members and the platform team; finance reads teams, not their secrets.
+    (("GET", "team-webhook", {"slug": "team-a"}, None), (401, 200, 404, 200, 403)),
+    (("POST", "team-webhook-rotate-secret", {"slug": "team-a"}, {}), (401, 200, 404, 200, 403)),
     (("GET", "chargeback-report", {}, {"start": "2026-10-01", "end": "2026-11-01"}), (401, 200, 200, 200, 200)),
     (("GET", "rate-card-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "usage-interval-list", {}, None), (401, 200, 200, 200, 200)),

@@ -5,6 +5,18 @@ import portal.outbound
 from django.db import migrations, models
 
 
+def give_webhooks_a_secret(apps, schema_editor):
+    """Teams that already have a webhook get a signing secret, so every notice from now on is signed."""
+    from portal.webhooks import secret_generate
+
+    Team = apps.get_model("portal", "Team")
+    for team in Team.objects.exclude(webhook_url="").filter(webhook_secret=""):
+        team.webhook_secret = secret_generate()
+        team.save(update_fields=["webhook_secret"])
+
+
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -22,4 +34,5 @@ class Migration(migrations.Migration):
             name='webhook_url',
             field=models.URLField(blank=True, help_text='Optional webhook called on stalled gangs and failures.', validators=[portal.outbound.validate_outbound_url]),
         ),
+        migrations.RunPython(give_webhooks_a_secret, migrations.RunPython.noop),
     ]

@@ -74,6 +74,13 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     node_count = serializers.SerializerMethodField(help_text="GPU nodes present at the last sync")
     capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy, over all GPU nodes")
+    last_sync_error = serializers.SerializerMethodField(
+        help_text="why the last sync did not happen; the detail (which may quote the API server) for the platform "
+                  "team only"
+    )
+
+    def get_last_sync_error(self, cluster) -> str:
+        return selectors.cluster_sync_error_for(user=self.context["request"].user, cluster=cluster)
 
     def get_node_count(self, cluster) -> int:
         return len(cluster.nodes.all())
