@@ -15,7 +15,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from portal.errors import PermissionDenied
 from portal.outbound import OutboundBlocked, check_url
+from portal.roles import is_platform
 
 from .choices import Applier, CredentialSource
 from .kube import sources
@@ -90,6 +92,40 @@ def cluster_credentials_set(
     credential.full_clean(exclude=["cluster"])
     credential.save()
     return credential
+
+
+CLUSTER_UPDATABLE = ("api_server", "description", "enabled")
+
+
+def _check_platform(user) -> None:
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team changes clusters and their credentials.")
+
+
+@transaction.atomic
+def cluster_update(*, user, cluster: Cluster, **fields) -> tuple[Cluster, bool]:
+    """Change a cluster's API server, description or enabled flag (platform team). A new API server is checked
+    against the outbound policy and clears the credentials given for the old one. Returns (cluster, cleared)."""
+    _check_platform(user)
+    unknown = sorted(set(fields) - set(CLUSTER_UPDATABLE))
+    if unknown:
+        raise ValidationError({unknown[0]: ["This field cannot be changed here."]})
+    cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    if fields.get("api_server"):
+        cluster.applier = Applier.KUBERNETES  # an API server is where it provisions
+    cluster.full_clean()
+    cluster.save()
+    return cluster, cluster_server_changed(cluster=cluster)
+
+
+def cluster_credentials_put(*, user, cluster: Cluster, **credentials) -> ClusterCredential:
+    """`cluster_credentials_set` for the platform team, on a cluster that has an API server."""
+    _check_platform(user)
+    if not cluster.api_server:
+        raise ValidationError({"api_server": ["Set the cluster's API server before its credentials."]})
+    return cluster_credentials_set(cluster=cluster, **credentials)
 
 
 def cluster_server_changed(*, cluster: Cluster) -> bool:

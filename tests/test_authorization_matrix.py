@@ -55,6 +55,9 @@ MATRIX = [
     (("GET", "cluster-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "cluster-detail", {"pk": "cluster"}, None), (401, 200, 200, 200, 200)),
     (("POST", "cluster-sync", {"pk": "cluster"}, {}), (401, 403, 403, 202, 403)),
+    (("PATCH", "cluster-detail", {"pk": "cluster"}, {"description": "east"}), (401, 403, 403, 200, 403)),
+    # gpu-east is a GitOps target in this world: the platform team is told to set its API server first.
+    (("PUT", "cluster-credentials", {"pk": "cluster"}, {"token": "t"}), (401, 403, 403, 400, 403)),
     (("GET", "cluster-upgrade-impact", {"pk": "cluster", "pool_id": "pool"}, {"driver_version": "580.65.06"}), (401, 403, 403, 200, 403)),
     (("GET", "ops-ping", {}, None), (401, 403, 403, 404, 403)),  # 404 for platform: no worker has pinged yet
     (("POST", "ops-ping", {}, {}), (401, 403, 403, 202, 403)),
@@ -147,7 +150,9 @@ def call(world, role, method, name, kwargs, body):
     client = APIClient()
     if user:
         client.credentials(HTTP_AUTHORIZATION=f"Token {user.api_token}")
-    return client.get(url, payload) if method == "GET" else client.post(url, payload or {}, format="json")
+    if method == "GET":
+        return client.get(url, payload)
+    return getattr(client, method.lower())(url, payload or {}, format="json")
 
 
 CASES = [(role, key, statuses[i]) for key, statuses in MATRIX for i, role in enumerate(ROLES)]
