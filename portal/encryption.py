@@ -21,7 +21,10 @@ class UndecryptableSecret(Exception):
 @functools.lru_cache(maxsize=8)
 def _multi_fernet(keys: tuple[str, ...]) -> MultiFernet:
     if not keys:
-        raise ImproperlyConfigured("PORTAL_CREDENTIAL_KEYS is empty: set at least one Fernet key")
+        raise ImproperlyConfigured(
+            "PORTAL_CREDENTIAL_KEYS is empty: set at least one Fernet key (python -c \"from cryptography.fernet "
+            "import Fernet; print(Fernet.generate_key().decode())\")"
+        )
     try:
         return MultiFernet([Fernet(key.encode()) for key in keys])
     except ValueError as exc:
