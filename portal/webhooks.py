@@ -38,23 +38,6 @@ def signature_header(secret: str, body: bytes, *, timestamp: int | None = None) 
     return f"t={timestamp},{SIGNATURE_VERSION}={signature(secret, timestamp, body)}"
 
 
-def signature_valid(secret: str, header: str, body: bytes, *, tolerance_seconds: int = 300,
-                    now: float | None = None) -> bool:
-    """What a receiver does (the portal's own tests use it too): parse, recompute, compare, check freshness."""
-    fields: dict[str, list[str]] = {}
-    for part in header.split(","):
-        key, _, value = part.strip().partition("=")
-        fields.setdefault(key, []).append(value)
-    try:
-        timestamp = int(fields["t"][0])
-    except (KeyError, ValueError):
-        return False
-    if abs((time.time() if now is None else now) - timestamp) > tolerance_seconds:
-        return False
-    expected = signature(secret, timestamp, body)
-    return any(hmac.compare_digest(expected, given) for given in fields.get(SIGNATURE_VERSION, []))
-
-
 class WebhookFailed(Exception):
     def __init__(self, message: str, *, transient: bool) -> None:
         super().__init__(message)

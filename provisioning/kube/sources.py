@@ -1,9 +1,11 @@
 """Where a connection's identity comes from when no token is stored: the portal pod's own service account, a
 kubeconfig file, or a Secret read through the pod's identity. Plain values in, `ClusterConnection` out.
 
-The in-cluster files are the ones the kubelet projects into every pod (kubernetes/client-go `rest.InClusterConfig`,
-release-1.35 `rest/config.go`: `/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}`); the token is
-re-read before each request because the kubelet rotates it. A kubeconfig is read the way kubectl reads it
+The in-cluster files are the ones the kubelet projects into every pod, as the official client reads them
+(kubernetes 37.0.1, `kubernetes/config/incluster_config.py`: `KUBERNETES_SERVICE_HOST`/`_PORT` and
+`/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}`; client-go's `rest.InClusterConfig` in
+`rest/config.go` does the same); the token is re-read before each request because the kubelet rotates it (that
+client re-reads it every minute; reading a small file per request is cheaper than being a minute late). A kubeconfig is read the way kubectl reads it
 (`clusters`, `users`, `contexts`, k8s.io/client-go/tools/clientcmd/api/v1 types.go), limited to bearer tokens
 (`token`, `tokenFile`) and CA bundles (`certificate-authority[-data]`); client certificates and exec plugins are
 refused with a message rather than half supported.
