@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.dynamic import DynamicClient, LazyDiscoverer
