@@ -6,6 +6,7 @@ class PortalConfig(AppConfig):
     verbose_name = "Teams and people"
 
     def ready(self):
+        from . import checks  # noqa: F401 - registers the system checks
         from .metrics import register
         from .metrics_portal import worker_heartbeat
 

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from .models import Team
 from .choices import Role
-from .roles import is_platform, sees_all_teams, user_roles
+from .errors import NotFound, PermissionDenied
+from .roles import is_finance, is_platform, sees_all_teams, user_roles
 from .services import WORKER_HEARTBEAT_CACHE_KEY
 
 
@@ -46,6 +47,17 @@ def team_can_request_for(*, user, team: Team) -> bool:
     if is_platform(user):
         return True
     return Role.ENGINEER in user_roles(user) and team.id in (team_visible_ids(user=user) or set())
+
+
+def team_webhook_get(*, user, slug: str) -> Team:
+    """A team's webhook settings, secret included: for the team's members and the platform team only (finance
+    reads teams, but a signing secret is not a figure it needs)."""
+    team = Team.objects.filter(slug=slug).first()
+    if team is None or not (is_platform(user) or team.memberships.filter(user=user).exists()):
+        if team is not None and is_finance(user):
+            raise PermissionDenied("Only the team's members and the platform team see its webhook secret.")
+        raise NotFound("No such team.")
+    return team
 
 
 def worker_heartbeat() -> dict | None:

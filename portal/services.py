@@ -11,9 +11,10 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from .choices import Role
-from .errors import PermissionDenied
+from .errors import NotFound, PermissionDenied
 from .models import Membership, Team
-from .roles import is_platform
+from .roles import is_platform, user_roles
+from .webhooks import secret_generate
 
 logger = logging.getLogger(__name__)
 
@@ -128,3 +129,41 @@ def user_sync_identity(
             username, ", ".join(unknown),
         )
     return user
+
+
+# --- team webhooks (portal.webhooks) ------------------------------------------------------------------------------
+
+
+def _check_manages_webhook(user, team: Team) -> None:
+    """The platform team, and the team's own engineers; finance changes nothing, other teams see nothing."""
+    if is_platform(user):
+        return
+    if not Membership.objects.filter(user=user, team=team).exists():
+        raise NotFound("No such team.")
+    if Role.ENGINEER not in user_roles(user):
+        raise PermissionDenied("Only the team's engineers and the platform team change its webhook.")
+
+
+@transaction.atomic
+def team_webhook_set(*, user, team: Team, url: str) -> Team:
+    """Set (or clear, with "") the team's webhook URL, checked against the outbound policy; the first URL gets a
+    signing secret. Raises ValidationError on `webhook_url`."""
+    _check_manages_webhook(user, team)
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    team.webhook_url = url
+    team.full_clean(validate_unique=False)
+    if url and not team.webhook_secret:
+        team.webhook_secret = secret_generate()
+    team.save(update_fields=["webhook_url", "webhook_secret"])
+    return team
+
+
+@transaction.atomic
+def team_webhook_secret_rotate(*, user, team: Team) -> Team:
+    """A new signing secret; notices not yet sent are signed with it."""
+    _check_manages_webhook(user, team)
+    team = Team.objects.select_for_update().get(pk=team.pk)
+    team.webhook_secret = secret_generate()
+    team.save(update_fields=["webhook_secret"])
+    logger.info("webhook secret of team %s rotated by %s", team.slug, user)
+    return team

@@ -3,6 +3,8 @@
 Every value has a safe local default so that the quickstart works on a fresh machine; production sets
 SECRET_KEY, DEBUG=false, ALLOWED_HOSTS, DATABASE_URL and REDIS_URL explicitly.
 """
+import base64
+import hashlib
 import os
 from pathlib import Path
 
@@ -27,6 +29,13 @@ DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if DEBUG else "")
 if not SECRET_KEY:
     raise RuntimeError("SECRET_KEY must be set when DEBUG is false")
+# Keys encrypting stored secrets (cluster tokens, webhook secrets): comma-separated Fernet keys, the first one
+# encrypts, all decrypt (rotation: docs/clusters-and-credentials.md). Derived from SECRET_KEY only while DEBUG is on;
+# with DEBUG off and no keys, `check --deploy` fails and storing or reading a secret raises (collectstatic works).
+PORTAL_CREDENTIAL_KEYS = env_list("PORTAL_CREDENTIAL_KEYS", "")
+if not PORTAL_CREDENTIAL_KEYS and DEBUG:
+    _digest = hashlib.sha256(b"gpu-portal credential encryption\0" + SECRET_KEY.encode()).digest()
+    PORTAL_CREDENTIAL_KEYS = [base64.urlsafe_b64encode(_digest).decode()]
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -165,7 +174,8 @@ SPECTACULAR_SETTINGS = {
     # Paths are absolute (/api/v1/...), so the API is served from the schema's own origin.
     "SERVERS": [{"url": "/", "description": "the portal serving this schema"}],
     # faults: a request's `status` and `expected_status` are one choice set, under one name.
-    "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus"},
+    "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus",
+                            "CredentialSourceEnum": "provisioning.choices.CredentialSource"},
 }
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
@@ -221,6 +231,25 @@ CELERY_BEAT_SCHEDULE: dict = {
 
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
+# Outbound calls to addresses people enter (API servers, webhooks; portal.outbound): loopback, link-local, private
+# and reserved ranges are denied unless listed here (CIDRs, comma-separated: on-premises API servers); the deny
+# list adds ranges and wins over the allow list.
+PORTAL_OUTBOUND_ALLOWED_NETWORKS = env_list("PORTAL_OUTBOUND_ALLOWED_NETWORKS", "")
+PORTAL_OUTBOUND_DENIED_NETWORKS = env_list("PORTAL_OUTBOUND_DENIED_NETWORKS", "")
+# The portal's own pod identity (credential source "in_cluster", and reading Secrets for source "secret"): its
+# API server (from the variables every pod gets) and the service-account files the kubelet keeps rotated.
+_service_host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+_service_port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+PORTAL_IN_CLUSTER_SERVER = os.environ.get("PORTAL_IN_CLUSTER_SERVER") or (
+    f"https://{'[' + _service_host + ']' if ':' in _service_host else _service_host}:{_service_port}"
+    if _service_host else ""
+)
+PORTAL_IN_CLUSTER_TOKEN_FILE = os.environ.get(
+    "PORTAL_IN_CLUSTER_TOKEN_FILE", "/var/run/secrets/kubernetes.io/serviceaccount/token"
+)
+PORTAL_IN_CLUSTER_CA_FILE = os.environ.get(
+    "PORTAL_IN_CLUSTER_CA_FILE", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+)
 # Per-call timeout towards Kubernetes API servers, so no worker waits forever on a slow cluster.
 PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS", "20"))
 # First retry delay after a transient Kubernetes error; doubles per attempt (capped at 5 minutes).

@@ -9,6 +9,7 @@ from django.utils.html import format_html, format_html_join
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from portal.errors import DomainError
 
+from .credentials import cluster_server_changed, credentials_reencrypt
 from .models import (
     AppliedObject,
     Cluster,
@@ -59,7 +60,7 @@ class NodePoolInline(PlatformAdminMixin, admin.StackedInline):
 @admin.register(Cluster)
 class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
     """Credentials are not part of this form (ClusterCredential is never registered in the admin);
-    set them with `manage.py register_cluster`."""
+    set them with `manage.py register_cluster`. Changing the API server here clears them."""
 
     list_display = ["name", "kubernetes_version", "scheduling_model", "gang_scheduler", "applier", "enabled",
                     "last_synced_at", "sync_state"]
@@ -80,8 +81,19 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
     readonly_fields = ["discovered_kubernetes_version", "dra_in_use", "gang_schedulers_seen", "last_synced_at",
                        "last_sync_attempt_at", "last_sync_error", "discrepancy_list"]
     inlines = [NodePoolInline]
-    actions = ["sync_inventory", "propose_mig_plan"]
+    actions = ["sync_inventory", "propose_mig_plan", "reencrypt_credentials"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # API servers speak https
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "api_server" in form.changed_data and cluster_server_changed(cluster=obj):
+            self.message_user(request, f"The API server of {obj.name} changed, so its credentials were cleared: "
+                                       "set them again with manage.py register_cluster.", messages.WARNING)
+
+    @admin.action(description="Re-encrypt all stored credentials with the first key of PORTAL_CREDENTIAL_KEYS")
+    def reencrypt_credentials(self, request, queryset):
+        count = credentials_reencrypt()  # every stored secret, not only the selection: a key rotation is global
+        self.message_user(request, f"{count} stored secrets re-encrypted with the first key.", messages.SUCCESS)
 
     # --- live: inventory discovery and MIG planning (branch live) ---
 

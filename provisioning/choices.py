@@ -47,6 +47,13 @@ class Applier(models.TextChoices):
     GITOPS = "gitops", "GitOps repository"
 
 
+class CredentialSource(models.TextChoices):
+    TOKEN = "token", "Stored service-account token (encrypted)"
+    IN_CLUSTER = "in_cluster", "The portal pod's own service account"
+    KUBECONFIG = "kubeconfig", "A kubeconfig file on the portal's hosts"
+    SECRET = "secret", "A token in a Kubernetes Secret, read with the pod's service account"
+
+
 class PoolSource(models.TextChoices):
     DECLARED = "declared", "Declared by the platform team"
     DISCOVERED = "discovered", "Discovered from the cluster"

@@ -6,12 +6,14 @@ import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.core.exceptions import FieldError
 from django.db import transaction
 from django.utils import timezone
 
 from . import discovery
 from .catalogue import load_catalogue
 from .choices import Applier, PoolSource, SchedulingModel
+from .credentials import cluster_server_changed
 from .kube import inventory as kube_inventory
 from .kube.errors import KubeError, TransientKubeError
 from .models import Cluster, GpuModel, NodePool, TeamQuota
@@ -21,12 +23,17 @@ logger = logging.getLogger(__name__)
 
 @transaction.atomic
 def cluster_declare(*, name: str, pools: list[dict], **fields) -> Cluster:
-    """Create or update a cluster and its declared pools (by name). Pools not listed are left alone."""
-    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    """Create or update a cluster and its declared pools (by name). Pools not listed are left alone. A changed
+    API server clears the cluster's credentials (they were given for the old one)."""
+    cluster = Cluster.objects.select_for_update().filter(name=name).first() or Cluster(name=name)
+    known = {f.name for f in Cluster._meta.concrete_fields}
     for key, value in fields.items():
+        if key not in known:
+            raise FieldError(f"Cluster has no field {key!r}")
         setattr(cluster, key, value)
-    cluster.full_clean()  # declared values are checked field by field, as the pools' are
+    cluster.full_clean()
     cluster.save()
+    cluster_server_changed(cluster=cluster)
     for spec in pools:
         spec = dict(spec)
         gpu_model = GpuModel.objects.get(key=spec.pop("gpu_model"))

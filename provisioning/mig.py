@@ -265,7 +265,13 @@ def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> s
             return plan.status
         if plan.status == MigPlanStatus.APPROVED:
             plan.status, plan.started_at = MigPlanStatus.EXECUTING, now
-        with KubeClient(cluster_connection(plan.cluster)) as kube:
+        try:
+            connection = cluster_connection(plan.cluster)
+        except KubeError as exc:  # nothing was done: the next advance tries again once credentials are fixed
+            plan.message = f"Cannot connect to {plan.cluster.name}: {exc}"
+            plan.save()
+            return plan.status
+        with KubeClient(connection) as kube:
             for step in plan.steps.order_by("position"):
                 if step.state in MIG_STEP_FINISHED and step.state != MigStepState.DONE:
                     break

@@ -15,7 +15,9 @@ from django.db import models
 from django.db.models import F, Q
 
 from intake.choices import WorkloadClass
+from portal.encryption import EncryptedTextField
 from portal.models import slug_validator
+from portal.outbound import validate_api_server_url
 
 from .choices import (
     Strategy,
@@ -24,6 +26,7 @@ from .choices import (
     KUBERNETES_VERSIONS,
     MIG_PLAN_ACTIVE,
     Applier,
+    CredentialSource,
     GangScheduler,
     MigPlanStatus,
     MigStepState,
@@ -102,7 +105,7 @@ class Cluster(models.Model):
     )
     gang_scheduler = models.CharField(max_length=20, choices=GangScheduler.choices, default=GangScheduler.NONE)
     applier = models.CharField(max_length=20, choices=Applier.choices, default=Applier.GITOPS)
-    api_server = models.URLField(blank=True)
+    api_server = models.URLField(blank=True, validators=[validate_api_server_url])
     gitops_repo = models.CharField(max_length=500, blank=True, help_text="Local path of the GitOps repository")
     # Kueue: the ClusterQueue each team's LocalQueue points at. KAI/Volcano: the parent queue name.
     gang_queue = models.CharField(max_length=63, blank=True)
@@ -137,12 +140,21 @@ class Cluster(models.Model):
 
 
 class ClusterCredential(models.Model):
-    """Kept apart from Cluster so no serializer or admin form of Cluster can ever show it."""
+    """How the portal authenticates to a cluster. Kept apart from Cluster so no serializer or admin form of Cluster
+    can ever show it. Bound to the API server URL it was given for (`server`): once the cluster points elsewhere,
+    it is not used until someone sets it again (provisioning.credentials)."""
 
     cluster = models.OneToOneField(Cluster, on_delete=models.CASCADE, related_name="credential")
-    token = models.TextField(blank=True)
-    ca_cert = models.TextField(blank=True)
+    source = models.CharField(max_length=20, choices=CredentialSource.choices, default=CredentialSource.TOKEN)
+    server = models.CharField(max_length=500, blank=True, help_text="the API server URL these were confirmed for")
+    token = EncryptedTextField(blank=True)
+    ca_cert = models.TextField(blank=True, help_text="PEM CA bundle of the API server")
     insecure_skip_tls_verify = models.BooleanField(default=False)
+    kubeconfig_path = models.CharField(max_length=500, blank=True)
+    kubeconfig_context = models.CharField(max_length=253, blank=True)
+    secret_namespace = models.CharField(max_length=63, blank=True)
+    secret_name = models.CharField(max_length=253, blank=True)
+    secret_key = models.CharField(max_length=253, blank=True, default="token")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -14,12 +14,11 @@ track stalled gangs and the GPU time they burn, notify, release; and the per-clu
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,6 +36,8 @@ from intake.choices import RequestStatus, WorkloadClass
 from intake.models import GpuRequest
 from intake.services import TransitionChange, request_transition, request_transition_many
 from portal.errors import Conflict
+from portal.models import Team
+from portal.webhooks import WebhookFailed, webhook_post, webhook_request
 
 from .choices import (
     JobKind,
@@ -456,19 +457,16 @@ def _send_email(notification: GangNotification) -> None:
 
 def _post_webhook(notification: GangNotification) -> None:
     body = json.dumps(notification.payload).encode()
-    request = urllib.request.Request(notification.target, data=body, method="POST", headers={
-        "Content-Type": "application/json", "User-Agent": "gpu-portal-webhook/1",
+    # The team's current secret: a rotation takes effect for notices still waiting to be sent.
+    secret = Team.objects.filter(requests__gang_stalls__pk=notification.stall_id).values_list(
+        "webhook_secret", flat=True).first()
+    delivery = webhook_request(url=notification.target, body=body, secret=secret or "", headers={
         "X-Portal-Event": notification.payload.get("event", ""), "X-Portal-Delivery": str(notification.pk),
     })  # fmt: skip
     try:
-        with urllib.request.urlopen(request, timeout=settings.PORTAL_WEBHOOK_TIMEOUT_SECONDS) as response:
-            response.read(1024)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (408, 409, 425, 429) or exc.code >= 500:
-            raise TransientDeliveryError(f"the webhook answered HTTP {exc.code}") from exc
-        raise PermanentDeliveryError(f"the webhook answered HTTP {exc.code} {exc.reason}") from exc
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise TransientDeliveryError(f"could not reach the webhook: {getattr(exc, 'reason', exc)}") from exc
+        webhook_post(delivery)
+    except WebhookFailed as exc:
+        raise (TransientDeliveryError if exc.transient else PermanentDeliveryError)(str(exc)) from exc
 
 
 def gang_notification_deliver(*, notification_id: int) -> str:
@@ -606,7 +604,13 @@ def cluster_status_reconcile(
     from .services import cluster_connection
 
     own_client = kube is None
-    kube = kube or KubeClient(cluster_connection(cluster))
+    try:
+        kube = kube or KubeClient(cluster_connection(cluster))
+    except KubeError as exc:  # unusable credentials or a refused URL: nothing to watch until someone fixes them
+        with contextlib.suppress(Exception):
+            lock.release()
+        return _failed(cluster, RunOutcome(cluster=cluster.name, status=ReconcileStatus.ERROR),
+                       f"cannot connect: {exc}")
     try:
         return _run(cluster, kube, watch_seconds, clock)
     finally:

@@ -13,6 +13,7 @@ from django.db.models.functions import Cast
 
 from intake.choices import REQUEST_HOLDING
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
+from portal.roles import is_platform
 
 from . import discovery, fit
 from .dra_inputs import (
@@ -23,6 +24,7 @@ from .dra_inputs import (
     offered_profiles,
 )
 from .catalogue import load_catalogue
+from .inventory import no_api_server_note
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
 from .manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
 from .models import Cluster, Node, NodePool, TeamQuota
@@ -614,3 +616,15 @@ def _owners(request_ids) -> dict[int, str]:
     from intake.models import GpuRequest
 
     return dict(GpuRequest.objects.filter(pk__in=list(request_ids)).values_list("pk", "requested_by__username"))
+
+
+SYNC_FAILED_FOR_OTHERS = "The last inventory sync failed; the platform team has the details."
+
+
+def cluster_sync_error_for(*, user, cluster: Cluster) -> str:
+    """The last sync error as `user` may see it: the platform team reads the detail, which can quote what the API
+    server (or whatever answered at its URL) sent; everyone else a generic line. The portal's own note on a
+    cluster without an API server is shown to all."""
+    if not cluster.last_sync_error or is_platform(user) or cluster.last_sync_error == no_api_server_note(cluster):
+        return cluster.last_sync_error
+    return SYNC_FAILED_FOR_OTHERS

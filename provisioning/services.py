@@ -22,11 +22,12 @@ from .appliers.factory import applier_for
 from .catalogue import Catalogue, load_catalogue
 from .choices import JOB_FINISHED, JobKind, JobStatus
 from .choices import Applier as ApplierKind
-from .kube.client import ClusterConnection
+from .credentials import cluster_connection  # noqa: F401 - callers reach connections through the services
+from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
 from .manifests.labels import selector_for_request
 from .manifests.validation import ManifestInvalid, validate_objects
-from .models import AppliedObject, Cluster, ClusterCredential, NodePool, ProvisioningJob
+from .models import AppliedObject, Cluster, NodePool, ProvisioningJob
 from .selectors import cluster_for_request, request_manifests
 
 
@@ -70,37 +71,29 @@ def cluster_register(
     name: str,
     server: str | None = None,
     gitops_repo: str | None = None,
-    token: str | None = None,
-    ca_cert: str | None = None,
-    insecure_skip_tls_verify: bool = False,
+    credentials: dict | None = None,
     **settings_fields,
 ):
-    """Create or update a cluster target. Exactly one of `server` and `gitops_repo`. Returns (cluster, created)."""
+    """Create or update a cluster target. Exactly one of `server` and `gitops_repo`; `credentials` are the keyword
+    arguments of `cluster_credentials_set` (a changed server without them clears the old ones). Returns
+    (cluster, created, credentials_cleared). Raises ValidationError naming the field."""
     if bool(server) == bool(gitops_repo):
-        raise ValueError("give exactly one of --server and --gitops-repo")
+        raise ValidationError({"server": ["Give exactly one of --server and --gitops-repo."]})
     defaults = dict(settings_fields)
     if server:
         defaults.update(applier=ApplierKind.KUBERNETES, api_server=server, gitops_repo="")
     else:
         defaults.update(applier=ApplierKind.GITOPS, gitops_repo=gitops_repo, api_server="")
-    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    cluster = Cluster.objects.select_for_update().filter(name=name).first() or Cluster(name=name)
     for key, value in defaults.items():
         setattr(cluster, key, value)
     created = cluster.pk is None
-    try:
-        cluster.full_clean()
-    except ValidationError as exc:
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+    cluster.full_clean()
     cluster.save()
-    if server:
-        credential, _ = ClusterCredential.objects.get_or_create(cluster=cluster)
-        if token is not None:
-            credential.token = token
-        if ca_cert is not None:
-            credential.ca_cert = ca_cert
-        credential.insecure_skip_tls_verify = insecure_skip_tls_verify
-        credential.save()
-    return cluster, created
+    cleared = cluster_server_changed(cluster=cluster)
+    if server and credentials is not None:
+        cluster_credentials_set(cluster=cluster, **(credentials or {}))
+    return cluster, created, cleared and credentials is None
 
 
 # --- allocations: applying and tearing down a request's Kubernetes objects -------------------------------------
@@ -190,17 +183,6 @@ def applier_for_cluster(cluster) -> Applier:
         connection=cluster_connection(cluster) if cluster.applier == ApplierKind.KUBERNETES else None,
         gitops_repo=cluster.gitops_repo or str(settings.PORTAL_DATA_DIR / "gitops" / cluster.name),
         label_domain=settings.PORTAL_LABEL_DOMAIN,
-    )
-
-
-def cluster_connection(cluster) -> ClusterConnection:
-    credential = ClusterCredential.objects.filter(cluster=cluster).first()
-    return ClusterConnection(
-        server=cluster.api_server,
-        token=credential.token if credential else "",
-        ca_cert=credential.ca_cert if credential else "",
-        insecure_skip_tls_verify=credential.insecure_skip_tls_verify if credential else False,
-        request_timeout=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
     )
 
 

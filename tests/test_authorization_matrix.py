@@ -55,9 +55,15 @@ MATRIX = [
     (("GET", "cluster-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "cluster-detail", {"pk": "cluster"}, None), (401, 200, 200, 200, 200)),
     (("POST", "cluster-sync", {"pk": "cluster"}, {}), (401, 403, 403, 202, 403)),
+    (("PATCH", "cluster-detail", {"pk": "cluster"}, {"description": "east"}), (401, 403, 403, 200, 403)),
+    # gpu-east is a GitOps target in this world: the platform team is told to set its API server first.
+    (("PUT", "cluster-credentials", {"pk": "cluster"}, {"token": "t"}), (401, 403, 403, 400, 403)),
     (("GET", "cluster-upgrade-impact", {"pk": "cluster", "pool_id": "pool"}, {"driver_version": "580.65.06"}), (401, 403, 403, 200, 403)),
     (("GET", "ops-ping", {}, None), (401, 403, 403, 404, 403)),  # 404 for platform: no worker has pinged yet
     (("POST", "ops-ping", {}, {}), (401, 403, 403, 202, 403)),
+    # A team's webhook secret: its members and the platform team; finance reads teams, not their secrets.
+    (("GET", "team-webhook", {"slug": "team-a"}, None), (401, 200, 404, 200, 403)),
+    (("POST", "team-webhook-rotate-secret", {"slug": "team-a"}, {}), (401, 200, 404, 200, 403)),
     (("GET", "chargeback-report", {}, {"start": "2026-10-01", "end": "2026-11-01"}), (401, 200, 200, 200, 200)),
     (("GET", "rate-card-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "usage-interval-list", {}, None), (401, 200, 200, 200, 200)),
@@ -144,7 +150,9 @@ def call(world, role, method, name, kwargs, body):
     client = APIClient()
     if user:
         client.credentials(HTTP_AUTHORIZATION=f"Token {user.api_token}")
-    return client.get(url, payload) if method == "GET" else client.post(url, payload or {}, format="json")
+    if method == "GET":
+        return client.get(url, payload)
+    return getattr(client, method.lower())(url, payload or {}, format="json")
 
 
 CASES = [(role, key, statuses[i]) for key, statuses in MATRIX for i, role in enumerate(ROLES)]

@@ -4,4 +4,7 @@ from . import views
 
 urlpatterns = [
     path("ops/ping/", views.WorkerPingView.as_view(), name="ops-ping"),
+    path("teams/<slug:slug>/webhook/", views.TeamWebhookView.as_view(), name="team-webhook"),
+    path("teams/<slug:slug>/webhook/rotate-secret/", views.TeamWebhookSecretRotateView.as_view(),
+         name="team-webhook-rotate-secret"),
 ]

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 from .. import selectors, services
 from ..errors import NotFound, PermissionDenied
 from ..roles import is_platform
-from .serializers import MeSerializer
+from .serializers import MeSerializer, TeamWebhookInputSerializer, TeamWebhookSerializer
 
 HeartbeatSerializer = inline_serializer(
     "WorkerHeartbeat",
@@ -49,3 +49,30 @@ class MeView(APIView):
     @extend_schema(responses={200: MeSerializer}, summary="The authenticated user, role and teams")
     def get(self, request):
         return Response(MeSerializer(request.user).data)
+
+
+class TeamWebhookView(APIView):
+    """A team's webhook: its URL and the secret that signs every body (docs/clusters-and-credentials.md)."""
+
+    @extend_schema(responses={200: TeamWebhookSerializer}, summary="The team's webhook URL and signing secret")
+    def get(self, request, slug):
+        return Response(TeamWebhookSerializer(selectors.team_webhook_get(user=request.user, slug=slug)).data)
+
+    @extend_schema(request=TeamWebhookInputSerializer, responses={200: TeamWebhookSerializer},
+                   summary="Set the team's webhook URL (its engineers, the platform team); \"\" removes it")
+    def put(self, request, slug):
+        data = TeamWebhookInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        team = services.team_webhook_set(user=request.user, team=selectors.team_webhook_get(user=request.user,
+                                                                                             slug=slug),
+                                         url=data.validated_data["webhook_url"])
+        return Response(TeamWebhookSerializer(team).data)
+
+
+class TeamWebhookSecretRotateView(APIView):
+    @extend_schema(request=None, responses={200: TeamWebhookSerializer},
+                   summary="Replace the team's webhook signing secret")
+    def post(self, request, slug):
+        team = services.team_webhook_secret_rotate(
+            user=request.user, team=selectors.team_webhook_get(user=request.user, slug=slug))
+        return Response(TeamWebhookSerializer(team).data)

@@ -3,7 +3,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import selectors
-from ..models import Cluster, Node, NodePool
+from ..choices import CredentialSource
+from ..models import Cluster, ClusterCredential, Node, NodePool
 
 
 class NodePoolSerializer(serializers.ModelSerializer):
@@ -76,6 +77,13 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     node_count = serializers.SerializerMethodField(help_text="GPU nodes present at the last sync")
     capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy, over all GPU nodes")
+    last_sync_error = serializers.SerializerMethodField(
+        help_text="why the last sync did not happen; the detail (which may quote the API server) for the platform "
+                  "team only"
+    )
+
+    def get_last_sync_error(self, cluster) -> str:
+        return selectors.cluster_sync_error_for(user=self.context["request"].user, cluster=cluster)
 
     def get_node_count(self, cluster) -> int:
         return len(cluster.nodes.all())
@@ -222,3 +230,45 @@ class SyncQueuedSerializer(serializers.Serializer):
     cluster = serializers.CharField()
     status = serializers.CharField()
     message = serializers.CharField()
+
+
+# --- cluster writes (platform team) -----------------------------------------------------------------------------
+
+
+class ClusterUpdateInputSerializer(serializers.Serializer):
+    """Shape only; the URL itself (scheme, where it resolves) is checked by the service, on the same field."""
+
+    api_server = serializers.CharField(required=False, max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    enabled = serializers.BooleanField(required=False)
+
+
+class ClusterCredentialInputSerializer(serializers.Serializer):
+    """Write-only: nothing here is ever answered back."""
+
+    source = serializers.ChoiceField(choices=CredentialSource.choices, default=CredentialSource.TOKEN)
+    token = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True, write_only=True)
+    ca_cert = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                    help_text="PEM CA bundle of the API server")
+    insecure_skip_tls_verify = serializers.BooleanField(default=False,
+                                                        help_text="skip certificate verification (logged)")
+    kubeconfig_path = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    kubeconfig_context = serializers.CharField(required=False, allow_blank=True, max_length=253, default="")
+    secret_namespace = serializers.CharField(required=False, allow_blank=True, max_length=63, default="")
+    secret_name = serializers.CharField(required=False, allow_blank=True, max_length=253, default="")
+    secret_key = serializers.CharField(required=False, max_length=253, default="token")
+
+
+class ClusterCredentialSerializer(serializers.ModelSerializer):
+    """What the API says about credentials: where they come from and for which server; never the token."""
+
+    has_token = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ClusterCredential
+        fields = ["source", "server", "insecure_skip_tls_verify", "kubeconfig_path", "kubeconfig_context",
+                  "secret_namespace", "secret_name", "secret_key", "has_token", "updated_at"]
+        read_only_fields = fields
+
+    def get_has_token(self, credential) -> bool:
+        return bool(credential.token)

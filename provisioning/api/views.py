@@ -4,14 +4,19 @@ from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from portal.errors import PermissionDenied
 from portal.roles import is_platform
 
 from .. import selectors
+from ..credentials import cluster_credentials_put, cluster_update
 from ..filtersets import ClusterFilterSet
 from ..inventory import inventory_sync_request
 from ..models import Cluster
 from .serializers import (
+    ClusterCredentialInputSerializer,
+    ClusterCredentialSerializer,
     ClusterDetailSerializer,
+    ClusterUpdateInputSerializer,
     ClusterSerializer,
     SyncQueuedSerializer,
     UpgradeImpactInputSerializer,
@@ -46,6 +51,28 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def get_serializer_class(self):
         return ClusterDetailSerializer if self.action == "retrieve" else ClusterSerializer
+
+    @extend_schema(request=ClusterUpdateInputSerializer, responses={200: ClusterDetailSerializer},
+                   summary="Change a cluster's API server, description or enabled flag (platform team); a new API "
+                           "server clears the credentials given for the old one")
+    def partial_update(self, request, pk=None):
+        if not is_platform(request.user):
+            raise PermissionDenied("Only the platform team changes clusters.")
+        data = ClusterUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cluster, _ = cluster_update(user=request.user, cluster=self.get_object(), **data.validated_data)
+        return Response(ClusterDetailSerializer(self.get_queryset().get(pk=cluster.pk),
+                                                context=self.get_serializer_context()).data)
+
+    @extend_schema(request=ClusterCredentialInputSerializer, responses={200: ClusterCredentialSerializer},
+                   summary="Set how the portal authenticates to the cluster, for its current API server "
+                           "(platform team); the token is stored encrypted and never answered back")
+    @action(detail=True, methods=["put"], permission_classes=[permissions.IsAuthenticated, IsPlatform])
+    def credentials(self, request, pk=None):
+        data = ClusterCredentialInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        credential = cluster_credentials_put(user=request.user, cluster=self.get_object(), **data.validated_data)
+        return Response(ClusterCredentialSerializer(credential).data)
 
     # --- live (branch live) ---
 

@@ -1,14 +1,23 @@
-"""Connections to a cluster's API server, built from plain values (never kubeconfig files or the environment).
+"""Connections to a cluster's API server, built from plain values (never the environment).
 
-`ClusterConnection` holds what the database knows about a cluster; `api_client()` turns it into a configured
-`kubernetes.client.ApiClient`; `KubeClient` adds the dynamic client and caches API discovery for one unit of work.
+`ClusterConnection` holds how to reach a cluster (resolved by `provisioning.credentials` from what the database
+says, or by `provisioning.kube.sources` from a kubeconfig or the pod's service account); `api_client()` turns it
+into a configured `kubernetes.client.ApiClient`; `KubeClient` adds the dynamic client and caches API discovery
+for one unit of work.
+
+TLS is required: https with a CA bundle, unless the connection says `insecure_skip_tls_verify` (which is also the
+only way to use plain http). With `address` set, the TCP connection goes to that (already checked) address while
+TLS still verifies the certificate against the URL's host name.
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.dynamic import DynamicClient, LazyDiscoverer
@@ -18,6 +27,7 @@ from kubernetes.dynamic.resource import Resource
 from provisioning.kube.errors import PermanentKubeError, kube_errors
 
 DEFAULT_FIELD_MANAGER = "gpu-portal"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -30,6 +40,10 @@ class ClusterConnection:
     insecure_skip_tls_verify: bool = False
     request_timeout: float = 30.0  # seconds, for every call that does not say otherwise
     field_manager: str = DEFAULT_FIELD_MANAGER
+    # Connect here instead of resolving the host again (the address the outbound policy checked).
+    address: str = ""
+    # A token file read before every request (a projected service-account token the kubelet rotates).
+    token_file: str = ""
 
 
 class _TimeoutApiClient(ApiClient):
@@ -44,18 +58,61 @@ class _TimeoutApiClient(ApiClient):
         return super().call_api(method, url, header_params, body, post_params, _request_timeout=timeout)
 
 
+def check_transport(connection: ClusterConnection) -> None:
+    """Refuse a connection that would not verify the server: plain http, or https without a CA bundle, unless
+    verification is explicitly skipped."""
+    if connection.insecure_skip_tls_verify:
+        return
+    scheme = urlsplit(connection.server).scheme.lower()
+    if scheme != "https":
+        raise PermanentKubeError(
+            f"the API server URL must be https (got {scheme or 'no scheme'}); plain http is used only with "
+            "insecure_skip_tls_verify"
+        )
+    if not connection.ca_cert.strip():
+        raise PermanentKubeError(
+            "no CA bundle for the API server: give the cluster's CA certificate, or skip verification explicitly"
+        )
+
+
+def _read_token_file(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        raise PermanentKubeError(f"cannot read the service-account token file {path}: {exc.strerror}") from None
+
+
 def api_client(connection: ClusterConnection) -> ApiClient:
     """A configured ApiClient for `connection`; the caller closes it."""
-    configuration = Configuration(host=connection.server.rstrip("/"))
-    # Our Celery tasks own retries (with backoff and a status row); urllib3 would otherwise retry silently.
+    check_transport(connection)
+    parts = urlsplit(connection.server.rstrip("/"))
+    host = connection.server.rstrip("/")
+    if connection.address and connection.address != parts.hostname:
+        netloc = f"[{connection.address}]" if ":" in connection.address else connection.address
+        host = urlunsplit((parts.scheme, f"{netloc}:{parts.port}" if parts.port else netloc, parts.path, "", ""))
+    configuration = Configuration(host=host)
+    if host != connection.server.rstrip("/") and parts.hostname:
+        # SNI and certificate verification against the name in the URL, not the address we connect to.
+        configuration.tls_server_name = parts.hostname
+        configuration.assert_hostname = parts.hostname
+    # Our Celery tasks own retries (with backoff and a status row); urllib3 would otherwise retry silently. With
+    # retries off urllib3 also never follows a redirect: a 3xx is an error, not a hop to another host.
     configuration.retries = False
-    if connection.token:
-        configuration.api_key = {"BearerToken": connection.token}
+    configuration.proxy = None  # a connection goes where it was checked to go, never through HTTPS_PROXY
+    token = connection.token or (_read_token_file(connection.token_file) if connection.token_file else "")
+    if token:
+        configuration.api_key = {"BearerToken": token}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    if connection.token_file and not connection.token:
+        def reread(config: Configuration) -> None:
+            config.api_key["BearerToken"] = _read_token_file(connection.token_file)
+
+        configuration.refresh_api_key_hook = reread  # the kubelet rotates the file; each request reads it
     if connection.insecure_skip_tls_verify:
+        logger.warning("TLS verification is off for %s (insecure_skip_tls_verify)", connection.server)
         configuration.verify_ssl = False
         configuration.assert_hostname = False
-    elif connection.ca_cert:
+    else:
         configuration.ca_cert_data = connection.ca_cert  # urllib3 takes PEM text: no temporary file
     return _TimeoutApiClient(configuration, connection.request_timeout)
 

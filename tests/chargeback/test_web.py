@@ -149,7 +149,8 @@ def test_collect_usage_skips_gitops_clusters_without_an_api_server(inventory, ca
 
 
 def _on_fake(fake_kube, name="gpu-east"):
-    call_command("register_cluster", name, "--server", fake_kube.url, "--token", "test-token", stdout=StringIO())
+    call_command("register_cluster", name, "--server", fake_kube.url, "--token", "test-token",
+                 "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
 
 
 def test_collect_usage_records_a_failed_read_and_fails(inventory, fake_kube):

@@ -73,8 +73,8 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
 ):
     settings.PORTAL_RECONCILE_WATCH_SECONDS = 1
     for name, version, model in (("gpu-east", "1.36", "device_plugin"), ("gpu-west", "1.36", "dra")):
-        call_command("register_cluster", name, "--server", fake.url, "--token", "t", "--kubernetes-version", version,
-                     "--scheduling-model", model, stdout=StringIO())
+        call_command("register_cluster", name, "--server", fake.url, "--token", "t", "--ca-cert-file", fake.ca_file,
+                     "--kubernetes-version", version, "--scheduling-model", model, stdout=StringIO())
     cluster_declare(name="gpu-west", pools=[{"name": "b200-shared", "gpu_model": "B200-180GB", "node_count": 1,
                                              "gpus_per_node": 8, "sharing_mode": "time_slicing",
                                              "time_slicing_replicas": 4, "driver_version": "580.65.06"}])

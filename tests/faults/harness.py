@@ -37,6 +37,9 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
+from cryptography.fernet import Fernet
+
+from tests.kube.tls import test_ca
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -480,6 +483,8 @@ class PortalStack:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PORTAL_DATA_DIR": str(self.workdir / "data"),
             "PORTAL_API_RATE": "100000/min",
+            "PORTAL_CREDENTIAL_KEYS": Fernet.generate_key().decode(),
+            "PORTAL_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8",  # the fake API server and receivers are local
             "LOG_LEVEL": "INFO",
             **FAST_TIMINGS,
         }
@@ -515,7 +520,8 @@ class PortalStack:
         """Make gpu-east a Kubernetes target at `url` (register_cluster), unless it is already."""
         if url != self.kube_url or force:
             self.manage("register_cluster", "gpu-east", "--server", url, "--token", "fault-tests",
-                        "--kubernetes-version", "1.35", "--gang-scheduler", "volcano")
+                        "--ca-cert-file", test_ca().ca_file, "--kubernetes-version", "1.35",
+                        "--gang-scheduler", "volcano")
             self.kube_url = url
 
     def start(self) -> None:

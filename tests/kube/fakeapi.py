@@ -1,6 +1,7 @@
 """A fake Kubernetes API server for tests: kmock's KubernetesEmulator with the gaps of kmock 0.8 filled, served over
-real HTTP on 127.0.0.1 from an event loop in a background thread, so the synchronous `kubernetes` client (and our
-code using it) talks to it exactly as to a cluster.
+real HTTPS on 127.0.0.1 (a certificate of the run's test CA, tests/kube/tls.py; plain HTTP on request) from an
+event loop in a background thread, so the synchronous `kubernetes` client (and our code using it) talks to it
+exactly as to a cluster, certificate verification included.
 
 `FakeKubeAPI` is what tests hold: it starts and stops the server and offers synchronous helpers to seed and mutate
 objects, inject faults and read the request log. `KubeEmulator` is the kmock subclass doing the HTTP side.
@@ -23,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime
+import functools
 import http
 import json
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -33,6 +36,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import aiohttp.test_utils
 import aiohttp.web
 import attrs
 import kmock
@@ -40,6 +44,7 @@ import yaml
 from kmock._internal import apps, k8s_dicts, parsing, rendering
 
 from tests.kube import apimachinery
+from tests.kube.tls import test_ca
 from tests.kube.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources, version_priority
 
 T = TypeVar("T")
@@ -758,6 +763,18 @@ class RecordedRequest:
         )  # fmt: skip
 
 
+class _TLSServer(aiohttp.test_utils.RawTestServer):
+    """aiohttp's raw test server, listening with TLS."""
+
+    def __init__(self, handler, *, ssl_context: ssl.SSLContext, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._ssl_context = ssl_context
+
+    async def __aenter__(self) -> _TLSServer:
+        await self.start_server(loop=self._loop, ssl=self._ssl_context)
+        return self
+
+
 class FakeKubeAPI:
     """A running fake API server. Start with `FakeKubeAPI.start()` (or the `fake_kube` fixture), stop with
     `stop()`. Every method is synchronous and safe to call from the test's thread."""
@@ -768,7 +785,11 @@ class FakeKubeAPI:
         self._server: kmock.Server
 
     @classmethod
-    def start(cls, *, git_version: str = DEFAULT_GIT_VERSION, custom_resources=CUSTOM_RESOURCES) -> FakeKubeAPI:
+    def start(
+        cls, *, git_version: str = DEFAULT_GIT_VERSION, custom_resources=CUSTOM_RESOURCES, tls: bool = True
+    ) -> FakeKubeAPI:
+        """Serve https with a certificate of the run's test CA (`ca_pem`, `ca_file`); `tls=False` serves plain
+        http, for the tests that opt into an unverified connection on purpose."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="fake-kube-api", daemon=True)
         thread.start()
@@ -777,7 +798,8 @@ class FakeKubeAPI:
         async def enter() -> None:  # asyncio objects are made on the loop that will use them
             fake.emulator = KubeEmulator(git_version=git_version, custom_resources=tuple(custom_resources))
             await fake.emulator.__aenter__()
-            fake._server = kmock.Server(fake.emulator)
+            server_cls = functools.partial(_TLSServer, ssl_context=test_ca().server_context()) if tls else None
+            fake._server = kmock.Server(fake.emulator, **({"server_cls": server_cls} if server_cls else {}))
             await fake._server.__aenter__()
 
         fake._run(enter())
@@ -810,6 +832,19 @@ class FakeKubeAPI:
     @property
     def git_version(self) -> str:
         return self.emulator.git_version
+
+    @property
+    def tls(self) -> bool:
+        return self.url.startswith("https://")
+
+    @property
+    def ca_pem(self) -> str:
+        """The CA that signed the fake's certificate (empty when it serves plain http)."""
+        return test_ca().ca_pem if self.tls else ""
+
+    @property
+    def ca_file(self) -> str:
+        return test_ca().ca_file
 
     @property
     def requests(self) -> list[RecordedRequest]:

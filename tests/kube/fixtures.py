@@ -17,6 +17,13 @@ from tests.kube.fakeapi import DEFAULT_GIT_VERSION, FakeKubeAPI
 logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
+@pytest.fixture(autouse=True)
+def outbound_loopback_allowed(settings) -> None:
+    """Every fake server in the tests listens on 127.0.0.1, which the outbound policy denies by default (as it
+    should in production). Tests of the policy itself set PORTAL_OUTBOUND_ALLOWED_NETWORKS back to []."""
+    settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]
+
+
 @pytest.fixture
 def fake_kube_version() -> str:
     return DEFAULT_GIT_VERSION
@@ -37,7 +44,7 @@ def fake_kube(fake_kube_version: str) -> Iterator[FakeKubeAPI]:
 @pytest.fixture
 def kube_connection(fake_kube: FakeKubeAPI) -> ClusterConnection:
     # A short timeout keeps timeout tests quick; nothing legitimate takes that long against the fake.
-    return ClusterConnection(server=fake_kube.url, token="test-token", request_timeout=2.0)
+    return ClusterConnection(server=fake_kube.url, token="test-token", ca_cert=fake_kube.ca_pem, request_timeout=2.0)
 
 
 @pytest.fixture

@@ -56,6 +56,7 @@ BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
     _builtin("v1", "pods", "Pod", True, "status"),
     _builtin("v1", "services", "Service", True, "status"),
     _builtin("v1", "configmaps", "ConfigMap", True),
+    _builtin("v1", "secrets", "Secret", True),
     _builtin("v1", "resourcequotas", "ResourceQuota", True, "status"),
     _builtin("apps/v1", "deployments", "Deployment", True, "status", "scale"),
     _builtin("apps/v1", "statefulsets", "StatefulSet", True, "status", "scale"),

@@ -223,7 +223,9 @@ def test_unreachable_server_is_transient():
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    applier = KubernetesApplier(ClusterConnection(server=f"http://127.0.0.1:{port}", request_timeout=2))
+    applier = KubernetesApplier(
+        ClusterConnection(server=f"http://127.0.0.1:{port}", insecure_skip_tls_verify=True, request_timeout=2)
+    )
 
     with pytest.raises(TransientKubeError) as caught:
         applier.apply(request_objects())

@@ -42,7 +42,7 @@ def test_resource_slices_and_claims_come_back_as_plain_dicts(fake_kube, kube_cli
 def test_gang_schedulers_are_read_from_the_served_api_groups():
     volcano_only = tuple(r for r in CUSTOM_RESOURCES if "volcano" in r.api_version)
     with FakeKubeAPI.start(git_version="v1.36.1", custom_resources=volcano_only) as fake:
-        with KubeClient(ClusterConnection(server=fake.url, token="t", request_timeout=2.0)) as kube:
+        with KubeClient(ClusterConnection(server=fake.url, token="t", ca_cert=fake.ca_pem, request_timeout=2.0)) as kube:
             found = [g.as_dict() for g in installed_gang_schedulers(kube)]
     assert found == [
         {"backend": "native", "api_group": "scheduling.k8s.io", "versions": ["v1alpha2"]},
@@ -52,7 +52,7 @@ def test_gang_schedulers_are_read_from_the_served_api_groups():
 
 def test_no_gang_scheduler_on_a_bare_1_34_cluster():
     with FakeKubeAPI.start(git_version="v1.34.3", custom_resources=()) as fake:
-        with KubeClient(ClusterConnection(server=fake.url, token="t", request_timeout=2.0)) as kube:
+        with KubeClient(ClusterConnection(server=fake.url, token="t", ca_cert=fake.ca_pem, request_timeout=2.0)) as kube:
             assert installed_gang_schedulers(kube) == []
             assert "scheduling.k8s.io" in served_group_versions(kube)  # v1 PriorityClass only
 

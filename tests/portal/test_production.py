@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from cryptography.fernet import Fernet
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ def production_env(tmp_path: Path, **overrides) -> dict[str, str]:
         REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
         LOG_FORMAT="json",
         METRICS_TOKEN="prometheus-token",
+        PORTAL_CREDENTIAL_KEYS=Fernet.generate_key().decode(),
         PYTHONPATH=str(ROOT),
     )
     env.update(overrides)
@@ -49,6 +51,11 @@ def test_check_deploy_is_clean_with_debug_off(tmp_path):
     result = run_manage(production_env(tmp_path), "check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_check_deploy_fails_without_credential_keys(tmp_path):
+    result = run_manage(production_env(tmp_path, PORTAL_CREDENTIAL_KEYS=""), "check", "--deploy")
+    assert result.returncode != 0 and "portal.E001" in result.stderr + result.stdout
 
 
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):

@@ -80,6 +80,7 @@ def seed_fleet(fake) -> dict:
 def east_live(inventory, live_fake):
     """gpu-east (declared as in the demo) registered against the fake, with the fleet seeded."""
     call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token",
-                 "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
+                 "--ca-cert-file", live_fake.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "volcano",
+                 stdout=StringIO())
     seed_fleet(live_fake)
     return Cluster.objects.get(name="gpu-east")

@@ -38,7 +38,8 @@ def east_on_fake(inventory, fake_kube):
     """gpu-east, now a real Kubernetes target: the fake API server."""
     out = StringIO()
     call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token",
-                 "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=out)
+                 "--ca-cert-file", fake_kube.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "volcano",
+                 stdout=out)
     assert "registered" not in out.getvalue() and "updated" in out.getvalue()
     return Cluster.objects.get(name="gpu-east")
 

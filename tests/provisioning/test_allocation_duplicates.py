@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def queued_job(engineer, team_a, platform_user, inventory, fake_kube):
-    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t", stdout=StringIO())
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t",
+                 "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
     gpu_request = request_submit(user=engineer, team=team_a, name="twice", raw_answers=VALID_ANSWERS)
     request_approve(user=platform_user, request_id=gpu_request.pk)  # its on_commit dispatch never runs here
     return ProvisioningJob.objects.get(request=gpu_request)

@@ -28,7 +28,8 @@ def eager_celery():
 def test_a_failed_apply_takes_down_what_it_had_created(
     engineer, team_a, platform_user, inventory, fake_kube, eager_celery, django_capture_on_commit_callbacks
 ):
-    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t", stdout=StringIO())
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t",
+                 "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
     gpu_request = request_submit(user=engineer, team=team_a, name="half", raw_answers=VALID_ANSWERS)
     fake_kube.fail_next("PATCH", r"/deployments/", 422, message='Deployment.apps "half" is invalid: spec.template')
     mine = f"gpu-portal.io/request-id={gpu_request.pk}"

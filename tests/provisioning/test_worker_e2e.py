@@ -22,7 +22,8 @@ def test_approval_over_the_api_is_applied_by_a_real_worker_with_a_retry(
     engineer, team_a, platform_user, inventory, fake_kube, settings
 ):
     settings.PORTAL_KUBE_RETRY_BASE_SECONDS = 0.2
-    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token", stdout=StringIO())
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token",
+                 "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
     gpu_request = request_submit(user=engineer, team=team_a, name="chat", raw_answers=VALID_ANSWERS)
     fake_kube.fail_next("PATCH", r"/services/", 500, times=1, message="apiserver hiccup")
 

@@ -13,6 +13,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: object
+    raw: bytes = b""  # the exact bytes received, which a signature covers
 
 
 @dataclass
@@ -20,6 +21,7 @@ class WebhookReceiver:
     server: ThreadingHTTPServer
     received: list[Received] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)  # status codes to answer, in order; then 204
+    location: str = ""  # the Location header sent with a 3xx answer
 
     @property
     def url(self) -> str:
@@ -37,11 +39,15 @@ def start_receiver() -> WebhookReceiver:
                 body = json.loads(raw)
             except ValueError:
                 body = raw.decode("utf-8", "replace")
-            receiver.received.append(Received(self.path, dict(self.headers), body))
+            receiver.received.append(Received(self.path, dict(self.headers), body, raw))
             status = receiver.answers.pop(0) if receiver.answers else 204
             self.send_response(status)
+            if 300 <= status < 400 and receiver.location:
+                self.send_header("Location", receiver.location)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        do_GET = do_POST  # noqa: N815 - a client that followed a redirect by switching to GET is recorded too
 
         def log_message(self, *args):  # keep test output clean
             pass

@@ -100,7 +100,8 @@ def east_on_fake(inventory, fake_kube):
     from provisioning.models import Cluster
 
     call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token",
-                 "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=io.StringIO())
+                 "--ca-cert-file", fake_kube.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "volcano",
+                 stdout=io.StringIO())
     return Cluster.objects.get(name="gpu-east")
 
 

@@ -29,7 +29,8 @@ def test_a_stalled_gang_is_found_and_notified_by_a_real_worker(engineer, team_a,
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     team_a.webhook_url, team_a.notification_email = webhook.url, "team-a@example.com"
     team_a.save()
-    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token", stdout=StringIO())
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token",
+                 "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
     gpu_request = request_submit(user=engineer, team=team_a, name="train", raw_answers=TRAINING)
     ProvisioningJob.objects.create(request=gpu_request, cluster_id=inventory[0].pk, kind="apply", status="succeeded")
     for status in ("approved", "provisioning"):

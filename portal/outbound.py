@@ -1,0 +1,156 @@
+"""Outbound calls to addresses people typed in (cluster API servers, team webhooks): which ones are allowed.
+
+A URL is checked twice: when it is entered (`validate_outbound_url`, a field validator, so a bad one is a field
+error in the API and the admin) and again when the call is made (`check_url`). Both resolve the host name and
+check every address it resolves to; the call then connects to the address that was checked (see
+`provisioning.kube.client` and `post_pinned`), so a DNS answer that changes in between (rebinding) cannot send it
+elsewhere. Loopback, link-local (cloud metadata at 169.254.169.254), private and other special ranges are denied
+unless `PORTAL_OUTBOUND_ALLOWED_NETWORKS` lists them (on-premises API servers); `PORTAL_OUTBOUND_DENIED_NETWORKS`
+denies more, and wins over the allow list.
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import urllib3
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+ALLOWED_SCHEMES = ("http", "https")
+
+# Special-purpose ranges (IANA registries; RFC 6890): nothing the portal should reach unless told to.
+DEFAULT_DENIED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+    "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4",
+    "240.0.0.0/4", "::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10",
+    "ff00::/8",
+))  # fmt: skip
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class OutboundBlocked(Exception):
+    """The URL may not be called; the message says why and which setting would allow it."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    url: str
+    scheme: str
+    host: str  # as written in the URL (a name or an address)
+    port: int
+    address: str  # the checked address the connection must go to
+
+
+def _networks(values) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(str(value), strict=False) for value in values)
+
+
+def address_allowed(address: Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
+    if any(address in net for net in _networks(settings.PORTAL_OUTBOUND_DENIED_NETWORKS)):
+        return False
+    if any(address in net for net in _networks(settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS)):
+        return True
+    return not any(address in net for net in DEFAULT_DENIED_NETWORKS)
+
+
+def _split(url: str) -> tuple[str, str, int]:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise OutboundBlocked(f"not a valid URL: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise OutboundBlocked(f"only http and https URLs are called, not {scheme or 'a URL without a scheme'}")
+    if parts.username is not None or parts.password is not None:
+        raise OutboundBlocked("a URL may not carry a user name or password")
+    if not parts.hostname:
+        raise OutboundBlocked("the URL names no host")
+    return scheme, parts.hostname, port or (443 if scheme == "https" else 80)
+
+
+def _resolve(host: str, port: int) -> list[Address]:
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise OutboundBlocked(f"the host {host} cannot be resolved ({exc})") from None
+    # An address with a zone (fe80::1%eth0) is link-local, so denied unless allowed: drop the zone to parse it.
+    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+
+
+def check_url(url: str) -> Destination:
+    """Resolve and check `url`; every address the host resolves to must be allowed. Raises OutboundBlocked."""
+    scheme, host, port = _split(url)
+    addresses = _resolve(host, port)
+    denied = [str(a) for a in addresses if not address_allowed(a)]
+    if denied:
+        raise OutboundBlocked(
+            f"{host} resolves to {', '.join(denied)}, a loopback, link-local, private or otherwise reserved "
+            "address the portal does not call; list its network in PORTAL_OUTBOUND_ALLOWED_NETWORKS if it is "
+            "meant to be reached"
+        )
+    return Destination(url=url, scheme=scheme, host=host, port=port, address=str(addresses[0]))
+
+
+def validate_outbound_url(value: str) -> None:
+    """Field validator: the URL is one the portal would call."""
+    if not value:
+        return
+    try:
+        check_url(value)
+    except OutboundBlocked as exc:
+        raise ValidationError(str(exc), code="outbound_blocked") from None
+
+
+def validate_api_server_url(value: str) -> None:
+    """Field validator for a cluster's API server: as `validate_outbound_url`, except the portal's own cluster
+    (PORTAL_IN_CLUSTER_SERVER, from the pod's environment), which is the operator's configuration."""
+    if value and value.rstrip("/") == (settings.PORTAL_IN_CLUSTER_SERVER or "").rstrip("/"):
+        return
+    validate_outbound_url(value)
+
+
+@dataclass(frozen=True)
+class PinnedResponse:
+    status: int
+    reason: str
+
+
+def post_pinned(destination: Destination, *, body: bytes, headers: dict[str, str], timeout: float) -> PinnedResponse:
+    """POST to the checked address of `destination`, never following a redirect. TLS is verified against the host
+    name of the URL (SNI and certificate), the Host header is the URL's; only the TCP connection is pinned."""
+    kwargs = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
+    if destination.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            destination.address, destination.port, server_hostname=destination.host,
+            assert_hostname=destination.host, cert_reqs="CERT_REQUIRED", **kwargs,
+        )  # fmt: skip
+    else:
+        pool = urllib3.HTTPConnectionPool(destination.address, destination.port, **kwargs)
+    parts = urlsplit(destination.url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    default_port = 443 if destination.scheme == "https" else 80
+    host_header = destination.host if ":" not in destination.host else f"[{destination.host}]"
+    if destination.port != default_port:
+        host_header = f"{host_header}:{destination.port}"
+    try:
+        response = pool.urlopen("POST", target, body=body, headers={**headers, "Host": host_header},
+                                redirect=False, preload_content=False, assert_same_host=False)
+        try:
+            response.read(1024)  # the receiver's answer is never shown anywhere; its status is what counts
+        finally:
+            response.release_conn()
+        return PinnedResponse(status=response.status, reason=response.reason or "")
+    finally:
+        pool.close()

@@ -1,0 +1,220 @@
+"""Cluster credentials: setting them, binding them to an API server URL, and turning them into a connection.
+
+Credentials are bound to the URL they were given for (`ClusterCredential.server`). Every write path that changes
+a cluster's `api_server` (admin, `register_cluster`, `declare_clusters`) calls `cluster_server_changed`, which
+drops a stored token and unbinds the rest; and `cluster_connection` refuses credentials bound to another URL, so
+a path that forgot (or a raw UPDATE) still cannot send a token to a new host. The URL is checked against the
+outbound policy (portal.outbound) when entered and again here, and the connection is pinned to the checked address.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from portal.errors import PermissionDenied
+from portal.outbound import OutboundBlocked, check_url
+from portal.roles import is_platform
+
+from .choices import Applier, CredentialSource
+from .kube import sources
+from .kube.client import ClusterConnection
+from .kube.errors import PermanentKubeError
+from .models import Cluster, ClusterCredential
+
+logger = logging.getLogger(__name__)
+
+
+def _transport_errors(*, server: str, source: str, ca_cert: str, insecure: bool) -> dict[str, list[str]]:
+    """https with a CA bundle, unless verification is skipped on purpose (the only way to use plain http)."""
+    if insecure or source in (CredentialSource.IN_CLUSTER, CredentialSource.KUBECONFIG):
+        return {}  # the pod's CA and the kubeconfig's CA come with the source
+    errors = {}
+    if not server.lower().startswith("https://"):
+        errors["api_server"] = ["Use an https URL; plain http needs insecure_skip_tls_verify."]
+    elif not ca_cert.strip() and source == CredentialSource.TOKEN:  # a Secret may carry its ca.crt
+        errors["ca_cert"] = ["Give the API server's CA bundle (PEM), or skip TLS verification explicitly."]
+    return errors
+
+
+def _source_errors(*, source: str, token: str, kubeconfig_path: str, secret_namespace: str,
+                   secret_name: str, secret_key: str) -> dict[str, list[str]]:
+    if source == CredentialSource.TOKEN and not token:
+        return {"token": ["Give the service-account token, or choose another credential source."]}
+    if source == CredentialSource.KUBECONFIG and not kubeconfig_path:
+        return {"kubeconfig_path": ["Name the kubeconfig file."]}
+    if source == CredentialSource.SECRET and not (secret_namespace and secret_name and secret_key):
+        return {"secret_name": ["Name the Secret's namespace, name and key."]}
+    return {}
+
+
+@transaction.atomic
+def cluster_credentials_set(
+    *,
+    cluster: Cluster,
+    source: str = CredentialSource.TOKEN,
+    token: str | None = None,
+    ca_cert: str | None = None,
+    insecure_skip_tls_verify: bool = False,
+    kubeconfig_path: str = "",
+    kubeconfig_context: str = "",
+    secret_namespace: str = "",
+    secret_name: str = "",
+    secret_key: str = "token",
+) -> ClusterCredential:
+    """Set how the portal authenticates to `cluster`, confirmed for its current `api_server`. `token`/`ca_cert`
+    None keep the stored ones when the server did not change. Raises ValidationError naming the field."""
+    credential = ClusterCredential.objects.select_for_update().filter(cluster=cluster).first()
+    credential = credential or ClusterCredential(cluster=cluster)
+    same_server = credential.server == cluster.api_server
+    token = token if token is not None else (credential.token if same_server else "")
+    ca_cert = ca_cert if ca_cert is not None else (credential.ca_cert if same_server else "")
+    if source != CredentialSource.TOKEN:
+        token = ""  # nothing stored that is not used
+    errors = _source_errors(source=source, token=token, kubeconfig_path=kubeconfig_path,
+                            secret_namespace=secret_namespace, secret_name=secret_name, secret_key=secret_key)
+    errors |= _transport_errors(server=cluster.api_server, source=source, ca_cert=ca_cert,
+                                insecure=insecure_skip_tls_verify)
+    if errors:
+        raise ValidationError(errors)
+    if insecure_skip_tls_verify:
+        logger.warning("cluster %s: TLS verification of %s is skipped (insecure_skip_tls_verify)",
+                       cluster.name, cluster.api_server)
+    credential.source, credential.server, credential.token, credential.ca_cert = (
+        source, cluster.api_server, token, ca_cert)
+    credential.insecure_skip_tls_verify = insecure_skip_tls_verify
+    credential.kubeconfig_path, credential.kubeconfig_context = kubeconfig_path, kubeconfig_context
+    credential.secret_namespace, credential.secret_name, credential.secret_key = (
+        secret_namespace, secret_name, secret_key)
+    credential.full_clean(exclude=["cluster"])
+    credential.save()
+    return credential
+
+
+CLUSTER_UPDATABLE = ("api_server", "description", "enabled")
+
+
+def _check_platform(user) -> None:
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team changes clusters and their credentials.")
+
+
+@transaction.atomic
+def cluster_update(*, user, cluster: Cluster, **fields) -> tuple[Cluster, bool]:
+    """Change a cluster's API server, description or enabled flag (platform team). A new API server is checked
+    against the outbound policy and clears the credentials given for the old one. Returns (cluster, cleared)."""
+    _check_platform(user)
+    unknown = sorted(set(fields) - set(CLUSTER_UPDATABLE))
+    if unknown:
+        raise ValidationError({unknown[0]: ["This field cannot be changed here."]})
+    cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    if fields.get("api_server"):
+        cluster.applier = Applier.KUBERNETES  # an API server is where it provisions
+    cluster.full_clean()
+    cluster.save()
+    return cluster, cluster_server_changed(cluster=cluster)
+
+
+def cluster_credentials_put(*, user, cluster: Cluster, **credentials) -> ClusterCredential:
+    """`cluster_credentials_set` for the platform team, on a cluster that has an API server."""
+    _check_platform(user)
+    if not cluster.api_server:
+        raise ValidationError({"api_server": ["Set the cluster's API server before its credentials."]})
+    return cluster_credentials_set(cluster=cluster, **credentials)
+
+
+def cluster_server_changed(*, cluster: Cluster) -> bool:
+    """Called after a write that may have changed `cluster.api_server`: credentials given for another URL lose
+    their stored token and stay unusable until set again. Returns whether something was cleared."""
+    cleared = ClusterCredential.objects.filter(cluster=cluster).exclude(server=cluster.api_server).update(
+        token="", server=""
+    )
+    if cleared:
+        logger.warning("cluster %s now points at %s: its credentials were cleared; set them again",
+                       cluster.name, cluster.api_server or "no API server")
+    return bool(cleared)
+
+
+def credentials_reencrypt() -> int:
+    """Re-encrypt every stored secret with the first key of PORTAL_CREDENTIAL_KEYS (after adding a new key)."""
+    from portal.models import Team
+
+    count = 0
+    with transaction.atomic():
+        for credential in ClusterCredential.objects.select_for_update().exclude(token=""):
+            credential.save(update_fields=["token"])  # read with any key, written with the first
+            count += 1
+        for team in Team.objects.select_for_update().exclude(webhook_secret=""):
+            team.save(update_fields=["webhook_secret"])
+            count += 1
+    return count
+
+
+def _in_cluster_identity() -> ClusterConnection:
+    return sources.in_cluster_connection(
+        server=settings.PORTAL_IN_CLUSTER_SERVER, token_file=settings.PORTAL_IN_CLUSTER_TOKEN_FILE,
+        ca_file=settings.PORTAL_IN_CLUSTER_CA_FILE, request_timeout=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
+    )  # fmt: skip
+
+
+def _pinned(connection: ClusterConnection) -> ClusterConnection:
+    try:
+        destination = check_url(connection.server)
+    except OutboundBlocked as exc:
+        raise PermanentKubeError(f"the API server {connection.server} is not called: {exc}") from None
+    return replace(connection, address=destination.address)
+
+
+def cluster_connection(cluster: Cluster) -> ClusterConnection:
+    """How to reach `cluster` now. Raises PermanentKubeError when its credentials cannot be used."""
+    if cluster.applier != Applier.KUBERNETES or not cluster.api_server:
+        raise PermanentKubeError(f"cluster {cluster.name} has no API server")
+    credential = ClusterCredential.objects.filter(cluster=cluster).first()
+    if credential is None or not credential.server:
+        raise PermanentKubeError(
+            f"cluster {cluster.name} has no credentials for {cluster.api_server}: set them (register_cluster)"
+        )
+    if credential.server != cluster.api_server:
+        raise PermanentKubeError(
+            f"the credentials of cluster {cluster.name} were given for {credential.server}, not for its API "
+            f"server {cluster.api_server}: set them again for the new server"
+        )
+    timeout = settings.PORTAL_KUBE_TIMEOUT_SECONDS
+    if credential.source == CredentialSource.IN_CLUSTER:
+        identity = _in_cluster_identity()  # the operator's own configuration, not a URL someone typed in
+        if identity.server.rstrip("/") != cluster.api_server.rstrip("/"):
+            raise PermanentKubeError(
+                f"cluster {cluster.name} uses the pod's own service account, which is for {identity.server}, "
+                f"not {cluster.api_server}"
+            )
+        return identity
+    if credential.source == CredentialSource.KUBECONFIG:
+        connection = sources.kubeconfig_connection(path=credential.kubeconfig_path,
+                                                   context=credential.kubeconfig_context, request_timeout=timeout)
+        if connection.server.rstrip("/") != cluster.api_server.rstrip("/"):
+            raise PermanentKubeError(
+                f"the kubeconfig context of cluster {cluster.name} now points at {connection.server}, not "
+                f"{cluster.api_server}: register the cluster again to confirm it"
+            )
+        return _pinned(connection)
+    connection = ClusterConnection(
+        server=cluster.api_server, ca_cert=credential.ca_cert,
+        insecure_skip_tls_verify=credential.insecure_skip_tls_verify, request_timeout=timeout,
+    )  # fmt: skip
+    if credential.source == CredentialSource.SECRET:
+        data = sources.secret_data(_in_cluster_identity(), namespace=credential.secret_namespace,
+                                   name=credential.secret_name)
+        token = data.get(credential.secret_key, "")
+        if not token:
+            raise PermanentKubeError(f"Secret {credential.secret_namespace}/{credential.secret_name} has no key "
+                                     f"{credential.secret_key!r}")
+        # A service-account token Secret carries its cluster's CA beside the token.
+        connection = replace(connection, token=token, ca_cert=credential.ca_cert or data.get("ca.crt", ""))
+    else:
+        connection = replace(connection, token=credential.token)
+    return _pinned(connection)
