@@ -50,6 +50,25 @@ MEANINGS: dict[str, dict[str, str]] = {
                              "when behind a proxy that changes the origin"},
     "STATIC_ROOT": {"section": "core", "default": "`staticfiles/` beside `manage.py`", "meaning": "where "
                     "`collectstatic` puts the static files (the image collects them at build time)"},
+    "PORTAL_CREDENTIAL_KEYS": {"section": "security", "default": "derived from `SECRET_KEY`, **only while `DEBUG` "
+                               "is on**", "meaning": "Fernet keys (comma-separated) that encrypt cluster tokens and "
+                               "webhook secrets at rest; the first writes, all read, so a new key goes first and "
+                               "`manage.py rotate_credential_keys` re-encrypts (see [Clusters and credentials]"
+                               "(clusters-and-credentials.md))"},
+    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
+                                         "(API servers, webhooks) may reach although loopback, link-local or "
+                                         "private, e.g. an on-premises API server's `10.0.0.0/8`"},
+    "PORTAL_OUTBOUND_DENIED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
+                                        "never reach, on top of the defaults; wins over the allowed list"},
+    "KUBERNETES_SERVICE_HOST": {"section": "kube", "meaning": "set by Kubernetes in the portal's own pod: the API "
+                                "server a cluster registered `--in-cluster` uses"},
+    "KUBERNETES_SERVICE_PORT": {"section": "kube", "meaning": "set by Kubernetes beside `KUBERNETES_SERVICE_HOST`"},
+    "PORTAL_IN_CLUSTER_SERVER": {"section": "kube", "default": "`https://$KUBERNETES_SERVICE_HOST:"
+                                 "$KUBERNETES_SERVICE_PORT`", "meaning": "the API server of an `--in-cluster` "
+                                 "cluster"},
+    "PORTAL_IN_CLUSTER_TOKEN_FILE": {"section": "kube", "meaning": "the pod's service-account token, re-read "
+                                     "before every request (it rotates)"},
+    "PORTAL_IN_CLUSTER_CA_FILE": {"section": "kube", "meaning": "the CA bundle of the in-cluster API server"},
     # production security
     "SECURE_SSL_REDIRECT": {"section": "security", "meaning": "redirect plain HTTP to HTTPS (TLS ends at the "
                             "ingress, which sends `X-Forwarded-Proto`); `/healthz`, `/readyz` and `/metrics` "

@@ -49,6 +49,7 @@ TAGS = [
     {"name": "requests", "description": "GPU requests: submit, follow, approve, reject, cancel"},
     {"name": "policy", "description": "The routing policy: versions, their review and sign-off"},
     {"name": "clusters", "description": "Clusters, node pools and discovered inventory"},
+    {"name": "teams", "description": "A team's notification webhook and its signing secret"},
     {"name": "chargeback", "description": "Metered GPU usage, rate cards, reports and closed months"},
     {"name": "register", "description": "The platform decision register"},
     {"name": "backstage", "description": "Requests as Backstage catalog entities"},

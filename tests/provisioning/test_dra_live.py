@@ -51,7 +51,7 @@ def lab(lab_fake):
         ],
     )  # fmt: skip
     call_command("register_cluster", "gpu-lab", "--server", lab_fake.url, "--token", "test-token",
-                 "--kubernetes-version", "1.36", "--gang-scheduler", "kueue", stdout=StringIO())
+                 "--ca-cert-file", lab_fake.ca_file, "--kubernetes-version", "1.36", "--gang-scheduler", "kueue", stdout=StringIO())
     for name in ("dra-b200-1", "dra-b200-2"):
         lab_fake.put(k.dra_only_node(name, pool="b200-train"))
         lab_fake.put(k.resource_slice(name, driver="580.65.06"))
