@@ -1,6 +1,6 @@
 """Entry points: render one request, one team, or both in apply order.
 
-Apply order: Namespace, ResourceQuota, queue, claims and gang objects, Services, PodDisruptionBudget, workload.
+Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, claims and gang objects, Services, PodDisruptionBudget, workload.
 Everything is a plain dict; nothing here does I/O.
 """
 
