@@ -10,7 +10,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from intake.services import request_approve, request_cancel, request_submit
@@ -135,3 +135,22 @@ def test_finance_cannot_change_what_may_reach_team_namespaces(finance_user, east
     assert response.status_code in (302, 403)
     east.refresh_from_db()
     assert east.ingress_namespace == "" and east.metrics_namespace == ""
+
+
+def test_register_cluster_declares_the_peers_and_refuses_bad_ones(inventory, fake_kube):
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--ingress-namespace", "ingress-nginx",
+                 "--ingress-pod-label", "app.kubernetes.io/name=ingress-nginx", "--metrics-namespace", "monitoring",
+                 stdout=StringIO())
+    east = Cluster.objects.get(name="gpu-east")
+    assert (east.ingress_namespace, east.ingress_pod_labels) == ("ingress-nginx",
+                                                                 {"app.kubernetes.io/name": "ingress-nginx"})
+    assert (east.metrics_namespace, east.metrics_pod_labels) == ("monitoring", {})
+
+    with pytest.raises(CommandError, match="metrics_namespace: .*is not a namespace name"):
+        call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--metrics-namespace", "Monitoring",
+                     stdout=StringIO())
+    with pytest.raises(CommandError, match="--metrics-pod-label takes KEY=VALUE"):
+        call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--metrics-pod-label", "prometheus",
+                     stdout=StringIO())
+    east.refresh_from_db()
+    assert east.metrics_namespace == "monitoring"
