@@ -1,8 +1,9 @@
 """Heartbeat files for the probes of the Celery worker and beat, and the check the probes run.
 
 - Worker: `celery -A portal worker --heartbeat-file PATH` adds `WorkerHeartbeat`, a bootstep that touches PATH
-  every `--heartbeat-interval` seconds (30 by default) from the worker's timer. The timer runs in the worker's event loop, so a file
-  that stops getting younger means a loop that stopped turning (a hung worker), not just a live process.
+  every `--heartbeat-interval` seconds (30 by default) from the worker's timer. The timer runs in the worker's
+  event loop, so a file that stops getting younger means a loop that stopped turning (a hung worker), not just
+  a live process.
 - Beat: `celery -A portal beat --scheduler portal.heartbeat:HeartbeatScheduler` with `BEAT_HEARTBEAT_FILE` set
   touches that file after every tick. Beat ticks at least every `beat_max_loop_interval` (300 s by default;
   the one-minute `portal.ping` makes it tick every minute).

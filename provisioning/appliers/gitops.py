@@ -3,7 +3,7 @@
 Layout, one object per file:
 
     clusters/<cluster>/<namespace>/request-<id>/<kind>-<name>.yaml   objects of one request (its request-id label)
-    clusters/<cluster>/<namespace>/_team/<kind>-<name>.yaml          the team's Namespace, ResourceQuota, NetworkPolicies, LocalQueue
+    clusters/<cluster>/<namespace>/_team/<kind>-<name>.yaml          the team's Namespace, quota, policies, LocalQueue
     clusters/<cluster>/_cluster/<request dir>/<kind>-<name>.yaml     cluster-scoped objects (no metadata.namespace)
 
 Each call makes at most one commit and none when the files already say the same. A file lock serialises writers
