@@ -58,6 +58,11 @@ class ClusterSerializer(serializers.ModelSerializer):
             "gang_scheduler",
             "applier",
             "enabled",
+            # Who may reach pods in team namespaces besides the team (NetworkPolicies).
+            "ingress_namespace",
+            "ingress_pod_labels",
+            "metrics_namespace",
+            "metrics_pod_labels",
             "pools",
             # --- live (branch live) ---
             "discovered_kubernetes_version",

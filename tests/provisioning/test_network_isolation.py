@@ -154,3 +154,16 @@ def test_register_cluster_declares_the_peers_and_refuses_bad_ones(inventory, fak
                      stdout=StringIO())
     east.refresh_from_db()
     assert east.metrics_namespace == "monitoring"
+
+
+def test_engineers_can_read_what_may_reach_their_namespaces_but_not_change_it(api, engineer, east):
+    Cluster.objects.filter(pk=east.pk).update(ingress_namespace="ingress-nginx", metrics_namespace="monitoring",
+                                              metrics_pod_labels={"app.kubernetes.io/name": "prometheus"})
+    body = api(engineer).get(f"/api/v1/clusters/{east.pk}/").json()
+    assert (body["ingress_namespace"], body["ingress_pod_labels"]) == ("ingress-nginx", {})
+    assert (body["metrics_namespace"], body["metrics_pod_labels"]) == ("monitoring",
+                                                                       {"app.kubernetes.io/name": "prometheus"})
+    response = api(engineer).patch(f"/api/v1/clusters/{east.pk}/", {"ingress_namespace": "x"}, format="json")
+    assert response.status_code in (403, 405)
+    east.refresh_from_db()
+    assert east.ingress_namespace == "ingress-nginx"
