@@ -65,6 +65,9 @@ RULES: tuple[Rule, ...] = (
          ("list",), ("resource.k8s.io",), ("deviceclasses",)),
     Rule("Each team's namespace and quota, applied before its workloads (kept on cancel: other requests live there).",
          APPLY, ("",), ("namespaces", "resourcequotas")),
+    Rule("Each team namespace's NetworkPolicies (default-deny ingress; ingress controller and metrics scraper "
+         "admitted), applied with the namespace and kept on cancel.",
+         APPLY, ("networking.k8s.io",), ("networkpolicies",)),
     Rule("Per-request Services, applied and torn down on cancel.",
          APPLY_AND_TEAR_DOWN, ("",), ("services",)),
     Rule("Inference and development workloads.",

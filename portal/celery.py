@@ -16,3 +16,8 @@ from portal import request_context  # noqa: E402
 before_task_publish.connect(request_context.on_before_task_publish, weak=False)
 task_prerun.connect(request_context.on_task_prerun, weak=False)
 task_postrun.connect(request_context.on_task_postrun, weak=False)
+
+# `--heartbeat-file` for the worker's liveness probe (portal.heartbeat).
+from portal import heartbeat  # noqa: E402
+
+heartbeat.register(app)

@@ -71,6 +71,8 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         ("kubernetes_version", "scheduling_model", "gang_scheduler", "gang_queue"),
         "dra_feature_gates",
         ("applier", "api_server", "gitops_repo"),
+        ("ingress_namespace", "ingress_pod_labels"),
+        ("metrics_namespace", "metrics_pod_labels"),
         "enabled",
         # --- live (branch live) ---
         ("discovered_kubernetes_version", "dra_in_use", "gang_schedulers_seen"),

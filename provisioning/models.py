@@ -42,6 +42,7 @@ from .choices import (
     StallEnd,
 )
 from .manifests.devices import DRA_DRIVER_FEATURE_GATES
+from .manifests.network import namespace_problems, pod_label_problems
 
 driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
 
@@ -55,6 +56,16 @@ def dra_feature_gates_validator(value) -> None:
             f"Unknown NVIDIA DRA driver feature gate(s): {', '.join(unknown)}; known (driver v0.4.1): "
             f"{', '.join(DRA_DRIVER_FEATURE_GATES)}."
         )
+
+
+def namespace_validator(value: str) -> None:
+    if problems := namespace_problems(value):
+        raise ValidationError(problems)
+
+
+def pod_labels_validator(value) -> None:
+    if problems := pod_label_problems(value):
+        raise ValidationError(problems)
 
 
 class GpuModel(models.Model):
@@ -113,6 +124,24 @@ class Cluster(models.Model):
         default=list, blank=True, validators=[dra_feature_gates_validator],
         help_text='NVIDIA DRA driver feature gates turned on in its Helm values, e.g. ["TimeSlicingSettings"]',
     )
+    # Who may reach pods in team namespaces besides the team itself (NetworkPolicies, manifests/network.py).
+    ingress_namespace = models.CharField(
+        max_length=63, blank=True, validators=[namespace_validator],
+        help_text="namespace of the ingress controller, admitted to inference pods' HTTP port; blank: none",
+    )
+    ingress_pod_labels = models.JSONField(
+        default=dict, blank=True, validators=[pod_labels_validator],
+        help_text='labels of the ingress controller\'s pods, e.g. {"app.kubernetes.io/name": "ingress-nginx"}; '
+                  "empty: every pod of its namespace",
+    )
+    metrics_namespace = models.CharField(
+        max_length=63, blank=True, validators=[namespace_validator],
+        help_text="namespace of the metrics scraper (e.g. Prometheus), admitted to every port; blank: none",
+    )
+    metrics_pod_labels = models.JSONField(
+        default=dict, blank=True, validators=[pod_labels_validator],
+        help_text="labels of the scraper's pods; empty: every pod of its namespace",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
@@ -137,6 +166,14 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        for prefix in ("ingress", "metrics"):
+            if getattr(self, f"{prefix}_pod_labels") and not getattr(self, f"{prefix}_namespace"):
+                errors[f"{prefix}_namespace"] = "Name the namespace the pods with these labels run in."
+        if errors:
+            raise ValidationError(errors)
 
 
 class ClusterCredential(models.Model):

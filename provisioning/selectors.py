@@ -26,7 +26,7 @@ from .dra_inputs import (
 from .catalogue import load_catalogue
 from .inventory import no_api_server_note
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
-from .manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
+from .manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from .models import Cluster, Node, NodePool, TeamQuota
 
 
@@ -112,6 +112,10 @@ def inventory_snapshot() -> Inventory:
 # --- renderer inputs: the only place that turns database rows into the renderer's plain dataclasses -----------
 
 
+def _network_peer(namespace: str, pod_labels: dict | None) -> NetworkPeer | None:
+    return NetworkPeer(namespace=namespace, pod_labels=dict(pod_labels or {})) if namespace else None
+
+
 def cluster_profile(*, cluster, pool) -> ClusterProfile:
     from django.conf import settings
 
@@ -122,6 +126,8 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         gang_scheduler=cluster.gang_scheduler,
         gang_queue=cluster.gang_queue,
         label_domain=settings.PORTAL_LABEL_DOMAIN,
+        ingress_controller=_network_peer(cluster.ingress_namespace, cluster.ingress_pod_labels),
+        metrics_scraper=_network_peer(cluster.metrics_namespace, cluster.metrics_pod_labels),
         pool=PoolProfile(
             name=pool.name,
             # The product the pool's nodes carry, once discovery has seen them (branch live).

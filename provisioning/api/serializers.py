@@ -60,6 +60,11 @@ class ClusterSerializer(serializers.ModelSerializer):
             "dra_feature_gates",
             "applier",
             "enabled",
+            # Who may reach pods in team namespaces besides the team (NetworkPolicies).
+            "ingress_namespace",
+            "ingress_pod_labels",
+            "metrics_namespace",
+            "metrics_pod_labels",
             "pools",
             # --- live (branch live) ---
             "discovered_kubernetes_version",

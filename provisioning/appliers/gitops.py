@@ -3,7 +3,7 @@
 Layout, one object per file:
 
     clusters/<cluster>/<namespace>/request-<id>/<kind>-<name>.yaml   objects of one request (its request-id label)
-    clusters/<cluster>/<namespace>/_team/<kind>-<name>.yaml          the team's Namespace, ResourceQuota, LocalQueue
+    clusters/<cluster>/<namespace>/_team/<kind>-<name>.yaml          the team's Namespace, quota, policies, LocalQueue
     clusters/<cluster>/_cluster/<request dir>/<kind>-<name>.yaml     cluster-scoped objects (no metadata.namespace)
 
 Each call makes at most one commit and none when the files already say the same. A file lock serialises writers
@@ -42,7 +42,7 @@ def request_label(label_domain: str) -> str:
 
 DEFAULT_REQUEST_LABEL = request_label("gpu-portal.io")
 # Shared by every request of a team, so they live with the team and no request's teardown removes them.
-TEAM_KINDS = frozenset({"Namespace", "ResourceQuota", "LocalQueue"})
+TEAM_KINDS = frozenset({"Namespace", "ResourceQuota", "NetworkPolicy", "LocalQueue"})
 TEAM_DIR = "_team"
 CLUSTER_SCOPE_DIR = "_cluster"
 

@@ -1,7 +1,7 @@
 """Pure Kubernetes manifest renderer: request and team specs in, plain dicts out (no Django, no I/O).
 
 render(request, cluster)              -> the request's objects, in apply order
-render_team(team, cluster)            -> Namespace, ResourceQuota, gang queue
+render_team(team, cluster)            -> Namespace, ResourceQuota, NetworkPolicies, gang queue
 render_all(team, request, cluster)    -> both, in apply order
 validate_objects(objects, "1.36")     -> offline schema validation (ManifestInvalid)
 selector_for_request(id, domain)      -> labels the appliers select a request's objects by

@@ -1,6 +1,7 @@
 """Entry points: render one request, one team, or both in apply order.
 
-Apply order: Namespace, ResourceQuota, queue, claims and gang objects, Services, PodDisruptionBudget, workload.
+Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, claims and gang objects, Services,
+PodDisruptionBudget, workload.
 Everything is a plain dict; nothing here does I/O.
 """
 
@@ -19,6 +20,7 @@ from .workloads import (
     build_container,
     build_deployment,
     build_headless_service,
+    build_inference_readiness_probe,
     build_job,
     build_pod_disruption_budget,
     build_pod_template,
@@ -48,7 +50,12 @@ def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
 
 def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
     gang_wiring(ctx, ctx.base, placement)  # rejects a gang on a Deployment
-    container = build_container(ctx, placement, ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}])
+    container = build_container(
+        ctx,
+        placement,
+        ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        readiness=build_inference_readiness_probe(),
+    )
     template = build_pod_template(ctx, placement, container, restart_policy="Always")
     return [
         *placement.objects,

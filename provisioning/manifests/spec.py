@@ -70,6 +70,14 @@ class PoolProfile:
 
 
 @dataclass(frozen=True)
+class NetworkPeer:
+    """Pods outside a team's namespace that may reach its pods: a namespace, and pod labels in it (empty: all)."""
+
+    namespace: str
+    pod_labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     kubernetes_version: str  # "1.34" .. "1.37"
@@ -82,3 +90,6 @@ class ClusterProfile:
     dra_feature_gates: tuple[str, ...] = ()
     # Extended resources the cluster's DeviceClasses declare (`spec.extendedResourceName`), as discovery read them.
     dra_extended_resources: tuple[str, ...] = ()
+    # Declared per cluster; None: that peer is not admitted into team namespaces (manifests/network.py).
+    ingress_controller: NetworkPeer | None = None  # may reach inference pods' HTTP port
+    metrics_scraper: NetworkPeer | None = None  # may reach every port of a team's pods (e.g. Prometheus)

@@ -1,4 +1,7 @@
-"""Per-team objects: the namespace, its GPU ResourceQuota and the gang backend's queue.
+"""Per-team objects: the namespace, its GPU ResourceQuota, its NetworkPolicies and the gang backend's queue.
+
+NetworkPolicies (manifests/network.py): default-deny ingress but for the team's own pods and the cluster's
+metrics scraper, and the cluster's ingress controller to inference pods when it declares one.
 
 Queues, by backend:
 - kueue: a namespaced LocalQueue (named like the namespace) pointing at `cluster.gang_queue`, or at the
@@ -19,6 +22,7 @@ from .devices import GPU, GPU_DEVICE_CLASS
 from .errors import RenderError
 from .labels import team_labels
 from .names import team_namespace, team_queue_name
+from .network import build_network_policies
 from .spec import ClusterProfile, TeamSpec
 
 QUOTA_NAME = "gpu-quota"
@@ -123,11 +127,13 @@ QUEUE_BUILDERS = {"kueue": build_local_queue, "kai": build_kai_queue, "volcano":
 
 
 def render_team(team: TeamSpec, cluster: ClusterProfile) -> list[dict]:
-    """Namespace, ResourceQuota (when the team has GPU quota) and the gang backend's queue, in apply order."""
+    """Namespace, ResourceQuota (when the team has GPU quota), NetworkPolicies and the gang backend's queue, in
+    apply order: the policies exist before any workload of the team can start."""
     objects = [build_namespace(team, cluster)]
     quota = build_resource_quota(team, cluster)
     if quota:
         objects.append(quota)
+    objects += build_network_policies(team, cluster, team_namespace(team.slug))
     queue_builder = QUEUE_BUILDERS.get(cluster.gang_scheduler)
     if queue_builder:
         objects.append(queue_builder(team, cluster))

@@ -55,16 +55,32 @@ def build_training_env(ctx: RenderContext, job_name: str, service: str) -> list[
     ]
 
 
+def build_inference_readiness_probe() -> dict:
+    """Traffic only once the server listens. TCP, not HTTP: vLLM, TGI and Triton name their health paths
+    differently. No liveness probe: restarting a GPU server that is slow (or still loading a model) costs the
+    whole load again, and an open port says nothing more about a hung one than a running process does."""
+    return {"tcpSocket": {"port": "http"}, "periodSeconds": 10, "failureThreshold": 3}
+
+
 def build_container(
-    ctx: RenderContext, placement: GpuPlacement, *, env: list[dict] | None = None, ports: list[dict] | None = None
+    ctx: RenderContext,
+    placement: GpuPlacement,
+    *,
+    env: list[dict] | None = None,
+    ports: list[dict] | None = None,
+    readiness: dict | None = None,
 ) -> dict:
-    container = {"name": CONTAINER_NAME, "image": ctx.request.image}
+    # Always: the kubelet asks the registry for the tag's digest on every start (layers stay cached), so a pod
+    # of one team never runs another team's private image from the node's cache without the registry's consent.
+    container = {"name": CONTAINER_NAME, "image": ctx.request.image, "imagePullPolicy": "Always"}
     if ctx.request.command:
         container["command"] = list(ctx.request.command)
     if env:
         container["env"] = env
     if ports:
         container["ports"] = ports
+    if readiness:
+        container["readinessProbe"] = readiness
     container["resources"] = build_resources(ctx, placement)
     container["securityContext"] = build_container_security_context()
     container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]

@@ -43,6 +43,7 @@ def test_the_chart_deploys_web_worker_beat_migrations_and_rbac(rendered):
         ("Deployment", "portal-web"), ("Deployment", "portal-worker"), ("Deployment", "portal-beat"),
         ("Service", "portal-web"), ("Job", "portal-migrate"), ("ServiceAccount", "portal-gpu-portal"),
         ("ClusterRole", "portal-gpu-portal"), ("ClusterRoleBinding", "portal-gpu-portal"),
+        ("NetworkPolicy", "portal-deny-ingress"), ("NetworkPolicy", "portal-web"),
     }
 
 
@@ -83,6 +84,50 @@ def test_every_pod_runs_as_non_root_read_only_without_capabilities(rendered):
             assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
             assert {"secretRef": {"name": "gpu-portal"}} in container["envFrom"]
             assert container["resources"]["limits"]["memory"]
+
+
+def test_worker_and_beat_are_probed_on_their_heartbeat_files(rendered):
+    worker = pod(rendered, "Deployment", "portal-worker")["containers"][0]
+    heartbeat = worker["args"][worker["args"].index("--heartbeat-file") + 1]
+    assert worker["livenessProbe"]["exec"]["command"][:4] == ["python", "-m", "portal.heartbeat_check", heartbeat]
+    assert "inspect ping --destination celery@$HOSTNAME" in worker["readinessProbe"]["exec"]["command"][-1]
+    beat = pod(rendered, "Deployment", "portal-beat")["containers"][0]
+    env = {e["name"]: e.get("value") for e in beat["env"]}
+    assert beat["args"][beat["args"].index("--scheduler") + 1] == "portal.heartbeat:HeartbeatScheduler"
+    for probe in ("livenessProbe", "readinessProbe"):
+        command = beat[probe]["exec"]["command"]
+        assert command[:4] == ["python", "-m", "portal.heartbeat_check", env["BEAT_HEARTBEAT_FILE"]]
+        # Beat ticks at least every 300 s (beat_max_loop_interval): a shorter limit would restart a healthy beat.
+        assert float(command[command.index("--max-age") + 1]) > 300
+    for container in (worker, beat):  # the files live on the writable /tmp volume
+        assert heartbeat.startswith("/tmp/") and env["BEAT_HEARTBEAT_FILE"].startswith("/tmp/")
+        assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+
+
+def test_only_the_web_port_accepts_connections_and_only_from_the_declared_peers(rendered):
+    deny = rendered[("NetworkPolicy", "portal-deny-ingress")]["spec"]
+    assert deny == {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "gpu-portal",
+                                                    "app.kubernetes.io/instance": "portal"}},
+                    "policyTypes": ["Ingress"], "ingress": []}
+    web = rendered[("NetworkPolicy", "portal-web")]["spec"]
+    web_pod = rendered[("Deployment", "portal-web")]["spec"]["template"]
+    assert web["podSelector"]["matchLabels"].items() <= web_pod["metadata"]["labels"].items()
+    (rule,) = web["ingress"]
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert {"name": "http", "containerPort": 8000} in web_pod["spec"]["containers"][0]["ports"]
+    assert [peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for peer in rule["from"]] == [
+        "ingress-nginx", "monitoring"]
+    for name in ("portal-worker", "portal-beat"):  # selected by the deny policy, by no allowing one
+        labels = rendered[("Deployment", name)]["spec"]["template"]["metadata"]["labels"]
+        assert deny["podSelector"]["matchLabels"].items() <= labels.items()
+        assert not web["podSelector"]["matchLabels"].items() <= labels.items()
+
+
+def test_without_peers_the_web_policy_is_not_rendered_rather_than_open_to_all():
+    objects = by_kind_and_name(render_objects(CHART, {"networkPolicy": {"webFrom": []}}, release_name="portal"))
+    assert ("NetworkPolicy", "portal-deny-ingress") in objects and ("NetworkPolicy", "portal-web") not in objects
+    objects = by_kind_and_name(render_objects(CHART, {"networkPolicy": {"enabled": False}}, release_name="portal"))
+    assert not [kind for kind, _ in objects if kind == "NetworkPolicy"]
 
 
 def test_beat_is_a_single_replica_replaced_not_rolled(rendered):

@@ -171,6 +171,8 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
 
     apply("/api/v1/namespaces/team-a", {"kind": "Namespace"})
     apply("/api/v1/namespaces/team-a/resourcequotas/gpu", {"kind": "ResourceQuota"})
+    apply("/apis/networking.k8s.io/v1/namespaces/team-a/networkpolicies/default-deny-ingress",
+          {"kind": "NetworkPolicy"})
     apply("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/team-a", {"kind": "LocalQueue"})
     apply("/apis/scheduling.run.ai/v2/queues/team-a", {"kind": "Queue"})
     apply("/apis/scheduling.volcano.sh/v1beta1/queues/team-a", {"kind": "Queue"})
@@ -227,7 +229,8 @@ def test_no_rule_grants_secrets_wildcards_or_escalation():
         assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(rule.verbs)
         # Deleting is for the objects of one request only: never namespaces, quotas, queues or nodes.
         if "delete" in rule.verbs:
-            assert not {"namespaces", "resourcequotas", "queues", "localqueues", "nodes", "pods"} & set(rule.resources)
+            assert not {"namespaces", "resourcequotas", "networkpolicies", "queues", "localqueues", "nodes",
+                        "pods"} & set(rule.resources)
 
 
 # --- generated manifests ----------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
     # The API's default for Jobs is to orphan their pods (kubectl passes Background explicitly).
     _builtin("batch/v1", "jobs", "Job", True, "status", default_propagation="Orphan"),
     _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "status"),
+    _builtin("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", True),
     _builtin("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False),
     _builtin("resource.k8s.io/v1", "deviceclasses", "DeviceClass", False),
     _builtin("resource.k8s.io/v1", "resourceclaims", "ResourceClaim", True, "status"),

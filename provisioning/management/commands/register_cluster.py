@@ -45,6 +45,11 @@ class Command(BaseCommand):
         parser.add_argument("--scheduling-model", dest="scheduling_model", choices=SchedulingModel.values)
         parser.add_argument("--gang-scheduler", dest="gang_scheduler", choices=GangScheduler.values)
         parser.add_argument("--kubernetes-version", dest="kubernetes_version", choices=KUBERNETES_VERSIONS)
+        # Who may reach team namespaces besides the team (NetworkPolicies; docs/network-isolation.md).
+        for peer, what in (("ingress", "the ingress controller"), ("metrics", "the metrics scraper")):
+            parser.add_argument(f"--{peer}-namespace", dest=f"{peer}_namespace", help=f"namespace of {what}")
+            parser.add_argument(f"--{peer}-pod-label", dest=f"{peer}_pod_labels", action="append", default=None,
+                                metavar="KEY=VALUE", help=f"a label of {what}'s pods (repeat for more)")
 
     def handle(self, *args, name, server, gitops_repo, **options):
         credentials = self._credentials(options)
@@ -63,6 +68,13 @@ class Command(BaseCommand):
         if options["insecure"]:
             self.stderr.write(f"warning: TLS verification is skipped for cluster {name} (--insecure-skip-tls-verify)")
         fields = {k: options[k] for k in ("scheduling_model", "gang_scheduler", "kubernetes_version") if options[k]}
+        fields |= {k: options[k] for k in ("ingress_namespace", "metrics_namespace") if options[k] is not None}
+        for key in ("ingress_pod_labels", "metrics_pod_labels"):
+            if options[key] is not None:
+                pairs = [item.partition("=") for item in options[key]]
+                if any(not sep for _, sep, _ in pairs):
+                    raise CommandError(f"--{key.replace('_', '-')[:-1]} takes KEY=VALUE")
+                fields[key] = {k: v for k, _, v in pairs}
         try:
             cluster, created, cleared = cluster_register(name=name, server=server, gitops_repo=gitops_repo,
                                                          credentials=credentials, **fields)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from provisioning.manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
+from provisioning.manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 
 VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 SCHEDULING_MODELS = ("device_plugin", "dra")
@@ -18,6 +18,12 @@ SHAPES = ("training_gang", "training_single", "inference", "development")
 VARIANTS = ("plain", "shared_driver", "exclusive_clique_driver", "exclusive_host")
 NVLINK_DOMAIN = "7b968a6d-1d1e-4c3f-9a1b-5d0c2c1e9f00.1"
 TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# Declared on the clusters of every isolation variant but "plain" (which declares neither).
+INGRESS_CONTROLLER = NetworkPeer(
+    namespace="ingress-nginx",
+    pod_labels={"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "controller"},
+)
+METRICS_SCRAPER = NetworkPeer(namespace="monitoring", pod_labels={"app.kubernetes.io/name": "prometheus"})
 
 # Strategy variants: (request strategy, pool) on H200 nodes.
 POOLS = {
@@ -150,6 +156,8 @@ def cases() -> list[Case]:
             pool=pool,
             gang_queue="research" if backend in ("kai", "volcano") else "",
             label_domain="gpu-portal.example.com",
+            ingress_controller=None if variant == "plain" else INGRESS_CONTROLLER,
+            metrics_scraper=None if variant == "plain" else METRICS_SCRAPER,
         )
         found.append(
             Case(
@@ -166,6 +174,7 @@ def cases() -> list[Case]:
 def expected_object_count(case: Case) -> int:
     """Objects render_all must return for a case, counted from the rules rather than from the renderer."""
     team_objects = 2 + (1 if case.cluster.gang_scheduler in ("kueue", "kai", "volcano") else 0)
+    team_objects += 1 + (1 if case.cluster.ingress_controller else 0)  # default-deny, ingress-controller policies
     claim = 1 if case.cluster.scheduling_model == "dra" else 0
     workload_class = case.request.workload_class
     if workload_class == "training":

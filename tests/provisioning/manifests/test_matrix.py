@@ -22,8 +22,10 @@ EXPECTED_REFUSALS = 200
 # Per (backend, version), the three non-gang shapes give 6T + 15 objects over both models (T = team objects:
 # 3 with a queue for volcano/kai/kueue, else 2; +1 ResourceClaim(Template) under DRA): 153 per version, 612.
 # Gang training: volcano 52, kai 52, kueue 44, native 11 (1.35) + 13 (1.36) + 13 (1.37) = 185.
-# (612 + 185) x 20 = 15940.
-EXPECTED_VALIDATED = 15940
+# (612 + 185) x 20 = 15940 before NetworkPolicies. Every rendered case adds a default-deny-ingress policy (3000)
+# and the three isolation variants other than "plain" declare an ingress controller, adding its policy (3 x 750).
+# 15940 + 3000 + 2250 = 21190.
+EXPECTED_VALIDATED = 21190
 
 
 @pytest.fixture(scope="module")

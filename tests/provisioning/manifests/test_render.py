@@ -347,7 +347,7 @@ def test_team_quota_counts_extended_resources_and_dra_devices_per_class():
 
 def test_team_without_gpu_quota_gets_no_resource_quota():
     case = _case("whole_gpu-device_plugin-none-1.36-inference-plain")
-    assert _kinds(render_team(replace(make_team(), gpu_quota={}), case.cluster)) == ["Namespace"]
+    assert _kinds(render_team(replace(make_team(), gpu_quota={}), case.cluster)) == ["Namespace", "NetworkPolicy"]
 
 
 def test_namespace_carries_team_and_sanitised_cost_centre():
@@ -386,17 +386,20 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
     [
         (
             "whole_gpu-dra-volcano-1.36-training_gang-plain",
-            ["Namespace", "ResourceQuota", "Queue", "ResourceClaimTemplate", "PodGroup", "Service", "Job"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "Queue", "ResourceClaimTemplate", "PodGroup", "Service",
+             "Job"],
         ),
         (
             "whole_gpu-dra-native-1.37-training_gang-plain",
-            ["Namespace", "ResourceQuota", "ResourceClaimTemplate", "Workload", "PodGroup", "Service", "Job"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ResourceClaimTemplate", "Workload", "PodGroup", "Service",
+             "Job"],
         ),
         (
             "mig_mixed-dra-kueue-1.35-inference-plain",
             [
                 "Namespace",
                 "ResourceQuota",
+                "NetworkPolicy",
                 "LocalQueue",
                 "ResourceClaimTemplate",
                 "Service",
@@ -404,7 +407,10 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
                 "Deployment",
             ],
         ),
-        ("ts_plain-device_plugin-none-1.34-development-plain", ["Namespace", "ResourceQuota", "Deployment"]),
+        (
+            "ts_plain-device_plugin-none-1.34-development-plain",
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "Deployment"],
+        ),
     ],
 )
 def test_render_all_returns_objects_in_apply_order(case_id, kinds):
