@@ -39,7 +39,8 @@ def eager_celery():
 @pytest.fixture
 def east(inventory, fake_kube):
     call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "test-token",
-                 "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
+                 "--ca-cert-file", fake_kube.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "volcano",
+                 stdout=StringIO())
     return Cluster.objects.get(name="gpu-east")
 
 
