@@ -2,9 +2,9 @@
 the services)."""
 from __future__ import annotations
 
-from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
+from provisioning.vocabulary import STRATEGIES
 
-STRATEGIES = ("whole_gpu", "mig", "time_slicing")
+from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "fabric_isolation", "gpu_models"}
 GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation"}
 FABRIC_VALUES = ("shared", "tenant_exclusive")

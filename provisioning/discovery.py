@@ -8,8 +8,9 @@ Reading a node (reference §1-§4, §10):
   derived from the layout there);
 - sharing mode: `mig` when MIG devices are advertised (allocatable `nvidia.com/mig-<profile>`, a `-MIG-<profile>`
   product under `single`, GFD `nvidia.com/mig-<profile>.count` labels, DRA devices of type `mig`) or the node's
-  `nvidia.com/mig.config` names a layout that creates devices; `time_slicing` when `nvidia.com/gpu.replicas` > 1,
-  `nvidia.com/gpu.sharing-strategy` is time-slicing/mps or `nvidia.com/gpu.shared` is advertised; else `exclusive`;
+  `nvidia.com/mig.config` names a layout that creates devices; `mps` when `nvidia.com/gpu.sharing-strategy` is
+  `mps` (GFD, k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`); `time_slicing` when it is `time-slicing`,
+  `nvidia.com/gpu.replicas` > 1 or `nvidia.com/gpu.shared` is advertised; else `exclusive`;
 - scheduling model: `device_plugin` when NVIDIA extended resources are allocatable, `dra` when a `gpu.nvidia.com`
   ResourceSlice names the node, `both` (a conflict) when both are true;
 - driver from `nvidia.com/cuda.driver-version.full` (else `.major/.minor/.revision`, else the DRA devices'
@@ -19,7 +20,7 @@ Grouping rule (README "Live cluster operations"): a node belongs to the declared
 labels satisfy (a declared pool without a selector takes the nodes labelled `<label-domain>/pool=<its name>`; when
 several match, the most specific selector wins, then the name, and the overlap is flagged). Other GPU nodes form
 discovered pools: by the portal's pool label when present, else by (GPU model, sharing mode with MIG layout or
-time-slicing replicas, scheduling model). Nodes whose GPU the catalogue does not know are not pooled (flagged).
+time-slicing / MPS replicas, scheduling model). Nodes whose GPU the catalogue does not know are not pooled (flagged).
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from fractions import Fraction
 from typing import Any
 
 from provisioning.catalogue import Catalogue, GpuModelSpec
+from provisioning.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, MPS, REPLICATED
+from provisioning.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
 
 NVIDIA = "nvidia.com/"
 GPU = "nvidia.com/gpu"
@@ -44,7 +47,6 @@ _MIG_PRODUCT = re.compile(r"-MIG-(?P<profile>\d+g\.\d+gb.*)$")
 _QUANTITY = re.compile(r"^(?P<number>\d+)$")
 
 EXCLUSIVE, MIG, TIME_SLICING = "exclusive", "mig", "time_slicing"
-STRATEGY_OF_MODE = {EXCLUSIVE: "whole_gpu", MIG: "mig", TIME_SLICING: "time_slicing"}
 DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
 
 
@@ -72,7 +74,7 @@ class NodeFacts:
     mig_devices: dict[str, int] = field(default_factory=dict)  # profile -> devices on the node
     gpu_replicas: int | None = None
     sharing_strategy: str = ""
-    time_slicing_renamed: bool | None = None  # replicas advertised as nvidia.com/gpu.shared
+    time_slicing_renamed: bool | None = None  # replicas (time-slicing or MPS) advertised as nvidia.com/gpu.shared
     driver_version: str = ""
     driver_major: int | None = None
     clique: str = ""
@@ -235,7 +237,9 @@ def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Se
 
     if mig_devices or layout:
         mode = MIG
-    elif (replicas or 0) > 1 or sharing_strategy in ("time-slicing", "mps") or GPU_SHARED in extended:
+    elif sharing_strategy in MODE_FOR_GFD_SHARING_STRATEGY:
+        mode = MODE_FOR_GFD_SHARING_STRATEGY[sharing_strategy]
+    elif (replicas or 0) > 1 or GPU_SHARED in extended:
         mode = TIME_SLICING
     else:
         mode = EXCLUSIVE
@@ -246,7 +250,7 @@ def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Se
         key = DRA_GPU if device["type"] == "gpu" else f"{DRA_MIG_PREFIX}{device['profile']}"
         resources[key] = resources.get(key, 0) + 1
     driver_version, driver_major = _driver(labels, gpu_devices)
-    renamed = (GPU_SHARED in extended) if mode == TIME_SLICING and extended else None
+    renamed = (GPU_SHARED in extended) if mode in REPLICATED and extended else None
     return NodeFacts(
         **base,
         gpu_product=product or next((d["product_name"] for d in gpu_devices if d["product_name"]), ""),
@@ -438,6 +442,8 @@ def _layout_part(facts: NodeFacts) -> str:
         return facts.mig_config or "+".join(f"{p}x{n}" for p, n in sorted(facts.mig_devices.items()))
     if facts.sharing_mode == TIME_SLICING:
         return f"ts{facts.gpu_replicas or 0}"
+    if facts.sharing_mode == MPS:
+        return f"mps{facts.gpu_replicas or 0}"
     return ""
 
 
@@ -484,14 +490,15 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
             selector = {pool_label: first.portal_pool}
         else:
             suffix = "dra" if first.scheduling_model == DRA else ""
-            mode_part = {EXCLUSIVE: "", MIG: f"mig-{_layout_part(first)}", TIME_SLICING: _layout_part(first)}
+            mode_part = {EXCLUSIVE: "", MIG: f"mig-{_layout_part(first)}", TIME_SLICING: _layout_part(first),
+                         MPS: _layout_part(first)}
             name = pool_name(first.gpu_model, mode_part[first.sharing_mode], suffix)
             selector = {"nvidia.com/gpu.product": first.labels["nvidia.com/gpu.product"]} if (
                 first.labels.get("nvidia.com/gpu.product")
             ) else {}
             if first.sharing_mode == MIG and first.mig_config:
                 selector["nvidia.com/mig.config"] = first.mig_config
-            if first.sharing_mode == TIME_SLICING and first.device_plugin_config:
+            if first.sharing_mode in REPLICATED and first.device_plugin_config:
                 selector["nvidia.com/device-plugin.config"] = first.device_plugin_config
         if name in taken:
             name = pool_name(name, "discovered")
@@ -504,7 +511,7 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
                 sharing_mode=_most_common(m.sharing_mode for m in members),
                 mig_strategy=_most_common(m.mig_strategy for m in members) or "mixed",
                 mig_layout=_most_common(m.mig_config for m in members) if first.sharing_mode == MIG else "",
-                time_slicing_replicas=replicas if first.sharing_mode == TIME_SLICING else None,
+                time_slicing_replicas=replicas if first.sharing_mode in REPLICATED else None,
                 time_slicing_renamed=any(m.time_slicing_renamed for m in members),
                 device_plugin_config=_most_common(m.device_plugin_config for m in members),
                 scheduling_model=DRA if first.scheduling_model == DRA else DEVICE_PLUGIN,
@@ -545,7 +552,7 @@ def usable_for(pool: DeclaredPool, facts: NodeFacts) -> bool:
             return False
         if pool.sharing_mode == MIG and pool.mig_strategy == "single" and facts.mig_config != pool.mig_layout:
             return False  # under `single` pods are pinned to the declared layout
-        if pool.sharing_mode == TIME_SLICING and facts.time_slicing_renamed not in (None, pool.time_slicing_renamed):
+        if pool.sharing_mode in REPLICATED and facts.time_slicing_renamed not in (None, pool.time_slicing_renamed):
             return False
     return True
 
@@ -650,7 +657,7 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
             states = sorted({n.mig_config_state for n in nodes if n.mig_config_state in ("pending", "failed", "rebooting")})
             found.append(_d("mig_config_state", "success", states,
                              f"mig-manager reports {', '.join(states)} on {stuck}."))
-    if pool.sharing_mode == TIME_SLICING:
+    if pool.sharing_mode in REPLICATED:
         replicas = sorted({n.gpu_replicas or 1 for n in nodes})
         if replicas != [pool.time_slicing_replicas]:
             found.append(_d("time_slicing_replicas", pool.time_slicing_replicas, replicas,
@@ -728,7 +735,7 @@ def key_strategy(key: str, sharing_mode: str, mig_strategy: str = "") -> str | N
     if key.startswith(MIG_PREFIX) or key.startswith(DRA_MIG_PREFIX):
         return "mig"
     if key == GPU_SHARED:
-        return "time_slicing"
+        return STRATEGY_OF_MODE[sharing_mode] if sharing_mode in REPLICATED else "time_slicing"
     if key in (GPU, DRA_GPU):
         if sharing_mode == MIG:
             return "mig" if mig_strategy == "single" and key == GPU else "whole_gpu"
@@ -755,7 +762,7 @@ def equivalents_per_unit(key: str, *, sharing_mode: str, model: GpuModelSpec | N
             profile = next(iter(mig_devices))
         spec = model.mig.profiles.get(profile) if model and model.mig and profile else None
         return Fraction(spec.compute_slices, model.mig.total_slices) if spec else Fraction(0)
-    if strategy == "time_slicing":
+    if strategy in REPLICATED:
         return Fraction(1, max(replicas or 1, 1))
     return Fraction(1)
 

@@ -16,6 +16,7 @@ from intake.decisions import ClusterSpec, Inventory, PoolSpec
 from . import discovery, fit
 from .catalogue import load_catalogue
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
+from .vocabulary import REPLICATED, SHARE_UNITS, STRATEGY_ADJECTIVES
 from .manifests.spec import ClusterProfile, GangSpec, PoolProfile, RequestSpec, TeamSpec
 from .models import Cluster, Node, NodePool, TeamQuota
 
@@ -109,6 +110,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         scheduling_model=pool.effective_scheduling_model,
         gang_scheduler=cluster.gang_scheduler,
         gang_queue=cluster.gang_queue,
+        dra_mps_support=cluster.dra_mps_support,
         label_domain=settings.PORTAL_LABEL_DOMAIN,
         pool=PoolProfile(
             name=pool.name,
@@ -123,6 +125,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             node_selector=dict(pool.node_selector or {}),
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
+            gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
         ),
     )
 
@@ -139,9 +142,9 @@ def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
         for pool in (pools if pools is not None else cluster.pools.select_related("gpu_model")):
             if pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
                 caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
-            elif pool.sharing_mode == SharingMode.TIME_SLICING and Strategy.TIME_SLICING in quotas:
+            elif pool.sharing_mode in REPLICATED and pool.sharing_mode in quotas:
                 name = "nvidia.com/gpu.shared" if pool.time_slicing_renamed else "nvidia.com/gpu"
-                shares = int(quotas[Strategy.TIME_SLICING] * (pool.time_slicing_replicas or 1))
+                shares = int(quotas[pool.sharing_mode] * (pool.time_slicing_replicas or 1))
                 caps[name] = max(caps.get(name, 0), shares)
             elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
                 model = catalogue.models.get(pool.gpu_model.key)
@@ -219,7 +222,7 @@ def cluster_for_request(*, gpu_request) -> Cluster:
 
 # Requests that hold their GPUs (and count against the team's quota) until they end.
 HOLDING_STATUSES = ("approved", "provisioning", "running", "stalled")
-QUOTA_WORDS = {Strategy.WHOLE_GPU: "whole-GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-sliced"}
+QUOTA_WORDS = STRATEGY_ADJECTIVES
 DRIVER_VERSION_RE = re.compile(r"^\d{3}(\.\d+){0,2}$")
 
 
@@ -308,17 +311,17 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
     model = load_catalogue().models.get(decision["gpu_model"])
     if decision.get("scheduling_model", pool.effective_scheduling_model) == SchedulingModel.DRA:
         resource = f"{discovery.DRA_MIG_PREFIX}{profile}" if strategy == Strategy.MIG else discovery.DRA_GPU
-        if strategy == Strategy.TIME_SLICING:
+        if strategy in REPLICATED:
             pods = 1  # every replica shares one claim's devices
     elif strategy == Strategy.MIG:
         spec = model.mig.profiles.get(profile) if model and model.mig else None
         resource = discovery.GPU if pool.mig_strategy == MigStrategy.SINGLE else (
             spec.resource_name if spec else f"{discovery.MIG_PREFIX}{profile}")
-    elif strategy == Strategy.TIME_SLICING:
+    elif strategy in REPLICATED:
         resource = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
     else:
         resource = discovery.GPU
-    unit = {Strategy.MIG: f"{profile} slice", Strategy.TIME_SLICING: "time-sliced share"}.get(strategy, "GPU")
+    unit = {Strategy.MIG: f"{profile} slice", **SHARE_UNITS}.get(strategy, "GPU")
     return fit.Demand(
         resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
         gpu_model=decision["gpu_model"], unit=unit, profile=profile if strategy == Strategy.MIG else None,
@@ -347,7 +350,7 @@ def _declared_slots(pool: NodePool, demand: fit.Demand) -> list[fit.NodeSlot]:
             resources[key] = resources.get(key, 0) + count
     elif pool.effective_scheduling_model == SchedulingModel.DRA:
         resources[discovery.DRA_GPU] = pool.gpus_per_node
-    elif pool.sharing_mode == SharingMode.TIME_SLICING:
+    elif pool.sharing_mode in REPLICATED:
         key = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
         resources[key] = pool.gpus_per_node * (pool.time_slicing_replicas or 1)
     else:

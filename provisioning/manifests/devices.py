@@ -1,9 +1,14 @@
 """How a pod gets its GPUs: sharing strategy x scheduling model -> limits, node selection and DRA claims.
 
 Device plugin (reference §1, §2): an extended resource in `limits` plus node labels written by GFD.
-DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim per pod) or, for time-slicing, one
-shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device attributes.
-A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
+DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate (one claim per pod) or, for time-slicing and
+MPS, one shared ResourceClaim that every replica references, selected by CEL on the NVIDIA driver's device
+attributes. A DRA pod never asks for `nvidia.com/gpu`: the two models must not manage the same node.
+
+Time-slicing and MPS pods are pinned to nodes whose GFD label `nvidia.com/gpu.sharing-strategy` names their mode
+(`time-slicing` / `mps`, k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`). The device plugin's MPS config
+has `failRequestsGreaterThanOne` on unless the config turns it off (v0.20.0 `api/config/v1/config.go`), so an
+MPS pod asks for exactly one share.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from provisioning.catalogue import parse_profile
+from provisioning.vocabulary import GFD_SHARING_STRATEGY, MPS, REPLICATED, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
 
 from .context import RenderContext
 from .errors import RenderError
@@ -30,8 +36,7 @@ MIG_DEVICE_CLASS = "mig.nvidia.com"
 CLAIM_NAME = "gpu"  # pod-level claim entry and request name inside the claim
 ATTR = "device.attributes['gpu.nvidia.com']"
 
-# Which pool sharing mode serves which request strategy (intake/decisions.py SHARING_MODE).
-POOL_MODE = {"whole_gpu": "exclusive", "mig": "mig", "time_slicing": "time_slicing"}
+POOL_MODE = SHARING_MODE_FOR_STRATEGY  # which pool sharing mode serves which request strategy
 
 
 @dataclass
@@ -68,6 +73,17 @@ def _check_pool(ctx: RenderContext) -> None:
         )
     if request.strategy == "mig" and not request.mig_profile:
         raise RenderError("A MIG request needs a MIG profile (e.g. 1g.18gb); the decision carries none.")
+    if request.strategy == MPS and ctx.cluster.scheduling_model == "dra" and not ctx.cluster.dra_mps_support:
+        raise RenderError(
+            f"Cluster {ctx.cluster.name} does not declare the NVIDIA DRA driver's MPSSupport feature gate (alpha, off "
+            "by default): the driver would refuse the claim's MPS config. Turn the gate on and declare it on the "
+            "cluster, or place the request on a device-plugin MPS pool."
+        )
+    if request.strategy == MPS and ctx.cluster.scheduling_model != "dra" and request.gpus_per_replica != 1:
+        raise RenderError(
+            f"An MPS pod asks for one share; this request asks for {request.gpus_per_replica} per replica. The device "
+            "plugin fails MPS requests for more than one share (failRequestsGreaterThanOne defaults to true for MPS)."
+        )
 
 
 def build_toleration(taint: dict) -> dict:
@@ -107,7 +123,7 @@ def _device_plugin(ctx: RenderContext) -> GpuPlacement:
     elif request.strategy == "mig":
         resource, labels, product = _mig_device_plugin(ctx)
     else:
-        resource, labels, product = _time_slicing_device_plugin(ctx)
+        resource, labels, product = _shared_device_plugin(ctx)
     if product and LABEL_VALUE.match(product) and len(product) <= 63:
         labels[PRODUCT_LABEL] = product
     count = str(int(request.gpus_per_replica))
@@ -141,9 +157,10 @@ def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | N
     raise RenderError(f"Pool {pool.name} has MIG strategy {pool.mig_strategy!r}; expected 'mixed' or 'single'.")
 
 
-def _time_slicing_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]:
+def _shared_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]:
+    """Time-slicing or MPS: replicas of whole GPUs, named and labelled the same way by both."""
     request, pool = ctx.request, ctx.cluster.pool
-    labels = {SHARING_STRATEGY_LABEL: "time-slicing"}
+    labels = {SHARING_STRATEGY_LABEL: GFD_SHARING_STRATEGY[request.strategy]}
     if pool.device_plugin_config:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
     if pool.time_slicing_renamed:
@@ -188,25 +205,39 @@ def build_device_request(ctx: RenderContext) -> dict:
     }
 
 
-def build_time_slicing_config() -> dict:
-    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+def _gpu_config(sharing: dict) -> dict:
     return {
         "requests": [CLAIM_NAME],
         "opaque": {
             "driver": DRA_DRIVER,
-            "parameters": {
-                "apiVersion": "resource.nvidia.com/v1beta1",
-                "kind": "GpuConfig",
-                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}},
-            },
+            "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": sharing},
         },
     }
 
 
+def build_time_slicing_config() -> dict:
+    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+    return _gpu_config({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}})
+
+
+def build_mps_config(ctx: RenderContext) -> dict:
+    """MPS through the NVIDIA DRA driver (its MPSSupport gate): each client gets 1/replicas of the threads and of the
+    device memory, as the device plugin's MPS daemon gives it. Field names from dra-driver-nvidia-gpu v0.4.1
+    `api/nvidia.com/resource/v1beta1/sharing.go` (`MpsConfig`)."""
+    pool = ctx.cluster.pool
+    replicas = max(int(pool.time_slicing_replicas or 1), 1)
+    mps: dict = {"defaultActiveThreadPercentage": max(100 // replicas, 1)}
+    if pool.gpu_memory_mib:
+        mps["defaultPinnedDeviceMemoryLimit"] = f"{pool.gpu_memory_mib // replicas}Mi"
+    return _gpu_config({"strategy": "MPS", "mpsConfig": mps})
+
+
 def build_claim_spec(ctx: RenderContext) -> dict:
     devices = {"requests": [build_device_request(ctx)]}
-    if ctx.request.strategy == "time_slicing":
+    if ctx.request.strategy == TIME_SLICING:
         devices["config"] = [build_time_slicing_config()]
+    elif ctx.request.strategy == MPS:
+        devices["config"] = [build_mps_config(ctx)]
     return {"devices": devices}
 
 
@@ -232,9 +263,9 @@ def build_resource_claim(ctx: RenderContext, name: str) -> dict:
 def _dra(ctx: RenderContext) -> GpuPlacement:
     pool = ctx.cluster.pool
     name = child_name(ctx.base, "gpu")
-    if ctx.request.strategy == "time_slicing":
-        # One claim shared by every replica: the pods time-slice the same device(s). A shared claim pins all
-        # replicas to the node holding those devices.
+    if ctx.request.strategy in REPLICATED:
+        # One claim shared by every replica: the pods time-slice (or share through MPS) the same device(s). A
+        # shared claim pins all replicas to the node holding those devices.
         claim = build_resource_claim(ctx, name)
         pod_claim = {"name": CLAIM_NAME, "resourceClaimName": name}
     else:

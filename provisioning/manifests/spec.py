@@ -34,7 +34,7 @@ class RequestSpec:
     replicas: int
     gpus_per_replica: int
     gpu_memory_gb: float  # per replica, from the answers
-    strategy: str  # whole_gpu | mig | time_slicing
+    strategy: str  # whole_gpu | mig | time_slicing | mps (provisioning.vocabulary)
     gpu_model: str  # catalogue key, e.g. H200-141GB
     gpu_product: str  # GFD label value, e.g. NVIDIA-H200
     dra_product_name: str  # NVML name, e.g. "NVIDIA H200"
@@ -49,15 +49,16 @@ class RequestSpec:
 class PoolProfile:
     name: str
     gpu_product: str
-    sharing_mode: str  # exclusive | mig | time_slicing
+    sharing_mode: str  # exclusive | mig | time_slicing | mps
     mig_strategy: str = "mixed"  # mixed | single
     mig_layout: str = ""  # nvidia.com/mig.config value
-    time_slicing_replicas: int | None = None
-    time_slicing_renamed: bool = True  # renameByDefault: nvidia.com/gpu.shared
+    time_slicing_replicas: int | None = None  # replicas per GPU of a time-sliced or MPS pool
+    time_slicing_renamed: bool = True  # renameByDefault: nvidia.com/gpu.shared (time-slicing and MPS alike)
     device_plugin_config: str = ""  # nvidia.com/device-plugin.config value
     node_selector: dict[str, str] = field(default_factory=dict)
     taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
     nvlink_domain: str = ""  # nvidia.com/gpu.clique value when the pool is on an NVLink fabric
+    gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
 
 
 @dataclass(frozen=True)
@@ -68,4 +69,5 @@ class ClusterProfile:
     gang_scheduler: str  # volcano | kai | kueue | native | none
     pool: PoolProfile
     gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
+    dra_mps_support: bool = False  # the NVIDIA DRA driver runs with its MPSSupport feature gate
     label_domain: str = "gpu-portal.io"

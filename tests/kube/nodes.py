@@ -193,6 +193,23 @@ def l40s_shared_node(name: str, *, replicas: int = 4, pool: str | None = "l40s-s
                     gpu_resources={"nvidia.com/gpu.shared": 4 * replicas}, taints=kwargs.pop("taints", []), **kwargs)
 
 
+def mps_node(name: str, *, model: str = "H100-80GB", gpus: int = 8, replicas: int = 4, renamed: bool = True,
+             pool: str | None = None, driver: str = "570.124.06", **kwargs: Any) -> dict[str, Any]:
+    """GPUs shared through CUDA MPS `replicas` ways, labelled as GFD labels them (k8s-device-plugin v0.20.0
+    `internal/lm/resource.go`, `internal/lm/nvml.go`): sharing-strategy `mps`, `mps.capable=true`, the replicas
+    per GPU, and without renameByDefault the `-SHARED` product suffix and `nvidia.com/gpu` as the resource."""
+    product = load_catalogue().model(model).product
+    labels = {"nvidia.com/gpu.replicas": str(replicas), "nvidia.com/gpu.sharing-strategy": "mps",
+              "nvidia.com/mps.capable": "true", "nvidia.com/device-plugin.config": f"mps-{replicas}",
+              "nvidia.com/gpu.product": product if renamed else f"{product}-SHARED"}
+    if load_catalogue().model(model).mig:
+        labels |= {"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success"}
+    labels |= kwargs.pop("extra_labels", {})
+    resource = "nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu"
+    return gpu_node(name, model=model, gpus=gpus, driver=driver, pool=pool, extra_labels=labels,
+                    gpu_resources={resource: gpus * replicas}, taints=kwargs.pop("taints", []), **kwargs)
+
+
 def b200_dra_node(name: str, *, pool: str | None = "b200-train", driver: str = "580.65.06", clique: str = B200_CLIQUE,
                   **kwargs: Any) -> dict[str, Any]:
     """8 x B200 handed out by the NVIDIA DRA driver: GFD labels, but no nvidia.com/gpu extended resource."""
