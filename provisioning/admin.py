@@ -68,6 +68,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         "name",
         "description",
         ("kubernetes_version", "scheduling_model", "gang_scheduler", "gang_queue"),
+        ("gang_scheduler_owns_gpu_nodes", "dra_mps_support"),
         ("applier", "api_server", "gitops_repo"),
         "enabled",
         # --- live (branch live) ---

@@ -95,6 +95,11 @@ class Cluster(models.Model):
     gitops_repo = models.CharField(max_length=500, blank=True, help_text="Local path of the GitOps repository")
     # Kueue: the ClusterQueue each team's LocalQueue points at. KAI/Volcano: the parent queue name.
     gang_queue = models.CharField(max_length=63, blank=True)
+    gang_scheduler_owns_gpu_nodes = models.BooleanField(
+        default=True,
+        help_text="Volcano or KAI schedules every pod on the GPU nodes, so every pod the portal renders uses it "
+        "(two schedulers must not hand out the same GPUs); turn off only if the gang scheduler has GPU nodes of its own",
+    )
     dra_mps_support = models.BooleanField(
         default=False,
         help_text="the NVIDIA DRA driver runs with its MPSSupport feature gate (alpha, off by default): DRA pools "

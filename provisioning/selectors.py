@@ -111,6 +111,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         gang_scheduler=cluster.gang_scheduler,
         gang_queue=cluster.gang_queue,
         dra_mps_support=cluster.dra_mps_support,
+        gang_scheduler_owns_gpu_nodes=cluster.gang_scheduler_owns_gpu_nodes,
         label_domain=settings.PORTAL_LABEL_DOMAIN,
         pool=PoolProfile(
             name=pool.name,

@@ -56,6 +56,8 @@ class ClusterSerializer(serializers.ModelSerializer):
             "kubernetes_version",
             "scheduling_model",
             "gang_scheduler",
+            "gang_scheduler_owns_gpu_nodes",
+            "dra_mps_support",
             "applier",
             "enabled",
             "pools",

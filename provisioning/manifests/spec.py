@@ -70,4 +70,6 @@ class ClusterProfile:
     pool: PoolProfile
     gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
     dra_mps_support: bool = False  # the NVIDIA DRA driver runs with its MPSSupport feature gate
+    # Volcano / KAI schedule every pod on the GPU nodes: non-gang pods use that scheduler too.
+    gang_scheduler_owns_gpu_nodes: bool = True
     label_domain: str = "gpu-portal.io"

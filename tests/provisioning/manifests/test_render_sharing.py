@@ -67,3 +67,37 @@ def test_mps_through_dra_shares_one_claim_with_an_mps_config_of_equal_client_sha
 def test_mps_through_dra_is_refused_where_the_cluster_does_not_declare_the_drivers_gate():
     with pytest.raises(RenderError, match="MPSSupport"):
         _render("mps-dra-none-1.36-inference-plain", cluster_changes={"dra_mps_support": False})
+
+
+# --- who schedules pods that need no gang -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["inference", "development", "training_single"])
+def test_pods_without_a_gang_on_a_volcano_cluster_use_volcano_and_the_teams_queue(shape):
+    pod = _pod(_render(f"whole_gpu-device_plugin-volcano-1.36-{shape}-plain"))
+    assert pod["spec"]["schedulerName"] == "volcano"
+    assert pod["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "gpu-ml-research"
+    assert "scheduling.k8s.io/group-name" not in pod["metadata"]["annotations"]  # Volcano makes a group of one
+
+
+@pytest.mark.parametrize("shape", ["inference", "development", "training_single"])
+def test_pods_without_a_gang_on_a_kai_cluster_use_kai_and_the_teams_queue(shape):
+    objects = _render(f"mig_mixed-device_plugin-kai-1.37-{shape}-plain")
+    pod = _pod(objects)
+    assert pod["spec"]["schedulerName"] == "kai-scheduler"
+    assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "gpu-ml-research"
+    # KAI's pod-grouper groups these pods itself (no PodGroup of ours, no skip-podgrouper).
+    assert "kai.scheduler/skip-podgrouper" not in pod["metadata"]["annotations"]
+    assert not [o for o in objects if o["kind"] == "PodGroup"]
+
+
+def test_a_cluster_whose_gang_scheduler_has_gpu_nodes_of_its_own_leaves_other_pods_to_the_default_scheduler():
+    pod = _pod(_render("whole_gpu-device_plugin-volcano-1.36-inference-plain",
+                       cluster_changes={"gang_scheduler_owns_gpu_nodes": False}))
+    assert "schedulerName" not in pod["spec"]
+    assert "scheduling.volcano.sh/queue-name" not in pod["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize("backend", ["kueue", "native", "none"])
+def test_backends_that_use_the_default_scheduler_add_no_scheduler_name(backend):
+    assert "schedulerName" not in _pod(_render(f"whole_gpu-device_plugin-{backend}-1.36-inference-plain"))["spec"]
