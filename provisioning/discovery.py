@@ -4,7 +4,7 @@ cluster and writes the rows; everything between is here and tested without eithe
 
 Reading a node (reference §1-§4, §10):
 - GPU model from `nvidia.com/gpu.product` (GFD; `-SHARED` / `-MIG-<profile>` suffixes ignored) or the DRA devices'
-  `productName`; physical GPU count from `nvidia.com/gpu.count` (under MIG `single` it counts slices, so it is
+  `productName`, matched against every SKU of every catalogue model (an H200 NVL is an H200-141GB); physical GPU count from `nvidia.com/gpu.count` (under MIG `single` it counts slices, so it is
   derived from the layout there);
 - sharing mode: `mig` when MIG devices are advertised (allocatable `nvidia.com/mig-<profile>`, a `-MIG-<profile>`
   product under `single`, GFD `nvidia.com/mig-<profile>.count` labels, DRA devices of type `mig`) or the node's
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from provisioning.catalogue import Catalogue, GpuModelSpec
+from provisioning.catalogue import Catalogue, GpuModelSpec, base_product, sanitise_product
 from provisioning.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, MPS, REPLICATED
 from provisioning.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
 
@@ -64,6 +64,7 @@ class NodeFacts:
     is_gpu_node: bool
     gpu_product: str = ""
     gpu_model: str | None = None  # catalogue key
+    gpu_sku: str = ""  # what tells this SKU from the model's first one (e.g. "NVL"); "" for the first SKU
     gpu_count: int = 0
     gpu_memory_mib: int | None = None
     sharing_mode: str = ""
@@ -146,7 +147,7 @@ def _model_for(catalogue: Catalogue, product: str, dra_names: Iterable[str]) -> 
         if model:
             return model
     for name in dra_names:
-        model = next((m for m in catalogue.models.values() if m.dra_product_name == name), None)
+        model = catalogue.model_by_dra_product_name(name)
         if model:
             return model
     return None
@@ -250,11 +251,20 @@ def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Se
         key = DRA_GPU if device["type"] == "gpu" else f"{DRA_MIG_PREFIX}{device['profile']}"
         resources[key] = resources.get(key, 0) + 1
     driver_version, driver_major = _driver(labels, gpu_devices)
+    dra_name = next((d["product_name"] for d in gpu_devices if d["product_name"]), "")
+    sku = base_product(product) if product else sanitise_product(dra_name)
+    if model is None or sku == model.product:
+        sku = ""
+    elif sku.startswith(f"{model.product}-"):
+        sku = sku[len(model.product) + 1:]
+    else:
+        sku = sku.removeprefix("NVIDIA-")
     renamed = (GPU_SHARED in extended) if mode in REPLICATED and extended else None
     return NodeFacts(
         **base,
-        gpu_product=product or next((d["product_name"] for d in gpu_devices if d["product_name"]), ""),
+        gpu_product=product or dra_name,
         gpu_model=model.key if model else None,
+        gpu_sku=sku,
         gpu_count=gpu_count,
         gpu_memory_mib=_int(labels.get("nvidia.com/gpu.memory")),
         sharing_mode=mode,
@@ -480,7 +490,8 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
         if facts.portal_pool:
             key = f"label:{facts.portal_pool}"
         else:
-            key = "|".join([facts.gpu_model, facts.sharing_mode, _layout_part(facts), facts.scheduling_model])
+            model_part = f"{facts.gpu_model}/{facts.gpu_sku}" if facts.gpu_sku else facts.gpu_model
+            key = "|".join([model_part, facts.sharing_mode, _layout_part(facts), facts.scheduling_model])
         groups.setdefault(key, []).append(facts)
     discovered = []
     for key, members in sorted(groups.items()):
@@ -492,7 +503,7 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
             suffix = "dra" if first.scheduling_model == DRA else ""
             mode_part = {EXCLUSIVE: "", MIG: f"mig-{_layout_part(first)}", TIME_SLICING: _layout_part(first),
                          MPS: _layout_part(first)}
-            name = pool_name(first.gpu_model, mode_part[first.sharing_mode], suffix)
+            name = pool_name(first.gpu_model, first.gpu_sku, mode_part[first.sharing_mode], suffix)
             selector = {"nvidia.com/gpu.product": first.labels["nvidia.com/gpu.product"]} if (
                 first.labels.get("nvidia.com/gpu.product")
             ) else {}
@@ -583,7 +594,9 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         "usable_node_count": len(usable),
         "schedulable_node_count": sum(1 for n in usable if n.schedulable),
         "gpu_model": model or "",
-        "gpu_product": spec.product if spec else "",
+        # The SKU the nodes carry (an H200 NVL pool is pinned to NVIDIA-H200-NVL, not to the model's first SKU).
+        "gpu_product": _most_common(_product_label(n) for n in usable) or (spec.product if spec else ""),
+        "dra_product_name": _most_common(d["product_name"] for n in usable for d in n.dra_devices),
         "gpu_models": sorted({n.gpu_model or n.gpu_product for n in nodes}),
         "gpus_per_node": max((n.gpu_count for n in usable), default=0),
         "gpu_counts": sorted({n.gpu_count for n in nodes}),
@@ -602,6 +615,12 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         "cliques": sorted(cliques),
         "scheduling_models": sorted({n.scheduling_model for n in nodes}),
     }
+
+
+def _product_label(facts: NodeFacts) -> str:
+    """The node's `nvidia.com/gpu.product` without GFD's sharing and MIG suffixes ("" on a node without GFD)."""
+    label = facts.labels.get("nvidia.com/gpu.product", "")
+    return base_product(label) if label else ""
 
 
 def _d(field_name: str, declared: Any, discovered: Any, message: str) -> dict[str, Any]:
@@ -629,6 +648,11 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     if models != [pool.gpu_model]:
         found.append(_d("gpu_model", pool.gpu_model, models,
                          f"{name} declares {pool.gpu_model}; its nodes have {', '.join(models)}."))
+    skus = sorted({p for n in nodes if n.gpu_model == pool.gpu_model and (p := _product_label(n))})
+    if len(skus) > 1:
+        found.append(_d("gpu_product", None, skus,
+                         f"{name}'s nodes carry {len(skus)} SKUs ({', '.join(skus)}); pods are pinned to one "
+                         "nvidia.com/gpu.product, so the others get none. Split the pool by SKU."))
     counts = sorted({n.gpu_count for n in nodes})
     if counts != [pool.gpus_per_node]:
         found.append(_d("gpus_per_node", pool.gpus_per_node, counts,
@@ -702,9 +726,17 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     return found
 
 
+def _unknown_sku_hint(facts: NodeFacts, catalogue: Catalogue | None) -> str:
+    same = catalogue.same_memory_as(facts.gpu_memory_mib) if catalogue else []
+    if not same:
+        return ""
+    return (f" Its GPUs have the memory of {' or '.join(same)} ({facts.gpu_memory_mib} MiB): if it is another SKU of "
+            "that model, add its NVML name to the model's skus in provisioning/data/gpu-catalogue.yaml.")
+
+
 def cluster_discrepancies(*, declared_version: str, discovered_version: str, declared_gang: str,
                           installed_gang: Sequence[str], declared_scheduling: str, dra_in_use: bool,
-                          unpooled: Sequence[NodeFacts]) -> list[dict[str, Any]]:
+                          unpooled: Sequence[NodeFacts], catalogue: Catalogue | None = None) -> list[dict[str, Any]]:
     found = []
     minor = re.match(r"v?(\d+)\.(\d+)", discovered_version or "")
     seen = f"{minor[1]}.{minor[2]}" if minor else ""
@@ -722,7 +754,7 @@ def cluster_discrepancies(*, declared_version: str, discovered_version: str, dec
     for facts in unpooled:
         found.append(_d("gpu_model", None, facts.gpu_product,
                          f"Node {facts.name} has GPUs the catalogue does not know ({facts.gpu_product or 'no product'}"
-                         "); it is not placed in any pool."))
+                         "); it is not placed in any pool." + _unknown_sku_hint(facts, catalogue)))
     return found
 
 

@@ -271,7 +271,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
         declared_gang=cluster.gang_scheduler, installed_gang=installed,
         declared_scheduling=cluster.scheduling_model or SchedulingModel.DEVICE_PLUGIN, dra_in_use=dra_in_use,
-        unpooled=unpooled,
+        unpooled=unpooled, catalogue=catalogue,
     )  # fmt: skip
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""

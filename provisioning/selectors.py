@@ -127,6 +127,8 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
             gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
+            gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
+            dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
         ),
     )
 

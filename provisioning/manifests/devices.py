@@ -66,7 +66,12 @@ def _check_pool(ctx: RenderContext) -> None:
             f"Pool {pool.name} shares GPUs as {pool.sharing_mode!r} but the request asks for {request.strategy}; "
             "re-run placement or pick a pool with the matching sharing mode."
         )
-    if pool.gpu_product and pool.gpu_product != request.gpu_product:
+    if pool.gpu_model and pool.gpu_model != request.gpu_model:
+        raise RenderError(
+            f"Pool {pool.name} has {pool.gpu_model} GPUs but the request was placed on {request.gpu_model}; "
+            "re-run placement."
+        )
+    if not pool.gpu_model and pool.gpu_product and pool.gpu_product != request.gpu_product:
         raise RenderError(
             f"Pool {pool.name} has {pool.gpu_product} GPUs but the request was placed on {request.gpu_product}; "
             "re-run placement."
@@ -84,6 +89,12 @@ def _check_pool(ctx: RenderContext) -> None:
             f"An MPS pod asks for one share; this request asks for {request.gpus_per_replica} per replica. The device "
             "plugin fails MPS requests for more than one share (failRequestsGreaterThanOne defaults to true for MPS)."
         )
+
+
+def _product(ctx: RenderContext) -> str:
+    """The product label to pin: the SKU the pool's nodes carry (an H200 NVL node says NVIDIA-H200-NVL, never the
+    model's first SKU NVIDIA-H200), else the request's."""
+    return ctx.cluster.pool.gpu_product or ctx.request.gpu_product
 
 
 def build_toleration(taint: dict) -> dict:
@@ -117,7 +128,7 @@ def merge_selector(*selectors: dict[str, str], where: str) -> dict[str, str]:
 
 def _device_plugin(ctx: RenderContext) -> GpuPlacement:
     request, pool = ctx.request, ctx.cluster.pool
-    product = request.gpu_product
+    product = _product(ctx)
     if request.strategy == "whole_gpu":
         resource, labels = GPU, {}
     elif request.strategy == "mig":
@@ -142,7 +153,7 @@ def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | N
         raise RenderError(f"{request.mig_profile!r} is not a MIG profile name (expected e.g. 1g.18gb).") from exc
     if pool.mig_strategy == "mixed":
         # One resource per profile; '+me' becomes '.me' (MigProfileSpec.resource_name).
-        return profile.resource_name, {MIG_STRATEGY_LABEL: "mixed"}, request.gpu_product
+        return profile.resource_name, {MIG_STRATEGY_LABEL: "mixed"}, _product(ctx)
     if pool.mig_strategy == "single":
         if not pool.mig_layout:
             raise RenderError(
@@ -152,7 +163,7 @@ def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | N
         labels = {MIG_STRATEGY_LABEL: "single", MIG_CONFIG_LABEL: pool.mig_layout}
         # GFD renames the product to <product>-MIG-<profile> under 'single'; attribute profiles ('+me') have no
         # documented label form, so they rely on the layout pin alone.
-        product = None if "+" in profile.name else f"{request.gpu_product}-MIG-{profile.name}"
+        product = None if "+" in profile.name else f"{_product(ctx)}-MIG-{profile.name}"
         return GPU, labels, product
     raise RenderError(f"Pool {pool.name} has MIG strategy {pool.mig_strategy!r}; expected 'mixed' or 'single'.")
 
@@ -164,10 +175,10 @@ def _shared_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]
     if pool.device_plugin_config:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
     if pool.time_slicing_renamed:
-        return GPU_SHARED, labels, request.gpu_product
+        return GPU_SHARED, labels, _product(ctx)
     # Without renameByDefault the replicas keep the name nvidia.com/gpu and GFD suffixes the product "-SHARED",
     # which is also what keeps this pod off exclusive nodes advertising the same resource name.
-    return GPU, labels, f"{request.gpu_product}-SHARED"
+    return GPU, labels, f"{_product(ctx)}-SHARED"
 
 
 # --- DRA -------------------------------------------------------------------------------------------------------
@@ -181,7 +192,8 @@ def cel_string(value: str) -> str:
 def device_selectors(ctx: RenderContext) -> list[dict]:
     """CEL selectors of the claim's request: product, MIG profile, driver floor."""
     request = ctx.request
-    expressions = [f"{ATTR}.productName == {cel_string(request.dra_product_name)}"]
+    product_name = ctx.cluster.pool.dra_product_name or request.dra_product_name
+    expressions = [f"{ATTR}.productName == {cel_string(product_name)}"]
     if request.strategy == "mig":
         expressions.append(f"{ATTR}.profile == {cel_string(request.mig_profile)}")
     if request.driver_min_major:

@@ -48,7 +48,7 @@ class RequestSpec:
 @dataclass(frozen=True)
 class PoolProfile:
     name: str
-    gpu_product: str
+    gpu_product: str  # the SKU's nvidia.com/gpu.product its nodes carry (e.g. NVIDIA-H200-NVL)
     sharing_mode: str  # exclusive | mig | time_slicing | mps
     mig_strategy: str = "mixed"  # mixed | single
     mig_layout: str = ""  # nvidia.com/mig.config value
@@ -59,6 +59,8 @@ class PoolProfile:
     taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
     nvlink_domain: str = ""  # nvidia.com/gpu.clique value when the pool is on an NVLink fabric
     gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
+    gpu_model: str = ""  # catalogue key; when set, the request's model is checked against it (not the SKU)
+    dra_product_name: str = ""  # NVML name the pool's DRA devices publish; "" = the request's model's first SKU
 
 
 @dataclass(frozen=True)
