@@ -101,3 +101,31 @@ def test_a_cluster_whose_gang_scheduler_has_gpu_nodes_of_its_own_leaves_other_po
 @pytest.mark.parametrize("backend", ["kueue", "native", "none"])
 def test_backends_that_use_the_default_scheduler_add_no_scheduler_name(backend):
     assert "schedulerName" not in _pod(_render(f"whole_gpu-device_plugin-{backend}-1.36-inference-plain"))["spec"]
+
+
+# --- MIG readiness ---------------------------------------------------------------------------------------------
+
+
+def _node_expressions(pod):
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (term,) = terms  # one term: its expressions are ANDed
+    return term["matchExpressions"]
+
+
+@pytest.mark.parametrize("case_id", ["mig_mixed-device_plugin-none-1.36-inference-plain",
+                                     "mig_single-device_plugin-none-1.36-inference-plain",
+                                     "mig_mixed-device_plugin-volcano-1.35-training_gang-shared_driver"])
+def test_mig_pods_only_land_on_nodes_whose_layout_mig_manager_finished(case_id):
+    expressions = _node_expressions(_pod(_render(case_id)))
+    assert {"key": "nvidia.com/mig.config.state", "operator": "In", "values": ["success"]} in expressions
+
+
+def test_the_readiness_requirement_joins_the_driver_floor_in_one_term():
+    expressions = _node_expressions(_pod(_render("mig_mixed-device_plugin-none-1.36-inference-shared_driver")))
+    assert [e["key"] for e in expressions] == ["nvidia.com/mig.config.state", "nvidia.com/cuda.driver-version.major"]
+
+
+@pytest.mark.parametrize("case_id", ["whole_gpu-device_plugin-none-1.36-inference-plain",
+                                     "mig_mixed-dra-none-1.36-inference-plain"])
+def test_whole_gpus_and_dra_mig_devices_need_no_mig_manager_label(case_id):
+    assert "affinity" not in _pod(_render(case_id))["spec"]
