@@ -188,6 +188,9 @@ def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_m
                 continue
             memory = profile.memory_gb
         elif strategy == MPS:
+            # The device plugin fails MPS requests for more than one share (failRequestsGreaterThanOne).
+            if pool.scheduling_model != "dra" and answers.gpus_per_replica > 1:
+                continue
             # The MPS control daemon caps each client at 1/replicas of the GPU's memory, unlike time-slicing.
             memory = model.memory_gb / (pool.time_slicing_replicas or 1)
             if memory < per_device:
