@@ -133,6 +133,19 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
     )
 
 
+def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
+    """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
+    whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
+    from .manifests import RenderError
+    from .manifests.device_plugin import build_device_plugin_config
+
+    try:
+        return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
+                                          scheduling_model=pool.effective_scheduling_model)
+    except RenderError:
+        return None
+
+
 def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
     """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
     cluster's pools: whole GPUs as devices, MIG as slices of each profile the cluster offers, time-slicing as

@@ -32,10 +32,19 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "discrepancies",
             "last_seen_at",
             "capacity",
+            "device_plugin_config",
+            "device_plugin_sharing_config",
         ]
         read_only_fields = fields
 
     capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy on the pool's nodes")
+    device_plugin_sharing_config = serializers.SerializerMethodField(
+        help_text="the NVIDIA device plugin config (ConfigMap entry, k8s-device-plugin api/config/v1) the pool's "
+        "nodes must run for the pods rendered here; null on DRA pools")
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_device_plugin_sharing_config(self, pool) -> dict | None:
+        return selectors.pool_device_plugin_config(pool=pool)
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_capacity(self, pool) -> dict:

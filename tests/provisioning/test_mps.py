@@ -132,3 +132,31 @@ def test_metering_prices_an_mps_pod_as_a_share_of_the_pool(mps_cluster, engineer
 
     interval = UsageInterval.objects.get(pod_name="notebook-0")
     assert (interval.strategy, interval.equivalents_num, interval.equivalents_den, interval.flags) == ("mps", 1, 4, [])
+
+
+def test_the_api_says_which_device_plugin_config_each_pool_needs(api, platform_user, mps_cluster):
+    clusters = api(platform_user).get("/api/v1/clusters/").json()
+    east = next(c for c in clusters.get("results", clusters) if c["name"] == "gpu-east")
+    pools = {p["name"]: p for p in east["pools"]}
+
+    mps = pools["h100-80gb-mps4"]
+    assert mps["device_plugin_config"] == "mps-4"
+    assert mps["device_plugin_sharing_config"] == {
+        "version": "v1", "flags": {"migStrategy": "none"},
+        "sharing": {"mps": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
+                            "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}}
+    ts = pools["l40s-shared"]["device_plugin_sharing_config"]["sharing"]
+    assert ts == {"timeSlicing": {"renameByDefault": True, "failRequestsGreaterThanOne": False,
+                                  "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
+    assert pools["h200-mig"]["device_plugin_sharing_config"] == {"version": "v1", "flags": {"migStrategy": "mixed"}}
+    west = next(c for c in clusters.get("results", clusters) if c["name"] == "gpu-west")
+    assert west["pools"][0]["device_plugin_sharing_config"] is None  # DRA: no device plugin
+
+
+def test_more_than_one_gpu_per_replica_is_not_placed_on_a_device_plugin_mps_pool(api, engineer, team_a, mps_cluster,
+                                                                                mps_policy):
+    answers = {**NOTEBOOK, "gpus_per_replica": 2, "gpu_memory_gb": 20}
+    response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": answers}, format="json")
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["decision"]["strategy"] == "whole_gpu"
