@@ -1,6 +1,6 @@
 """Can the renderer place pods on a pool's nodes? Checked at inventory sync, so a pool whose labels contradict what
 the renderer pins (a `-SHARED` product on a MIG `single` pool whose slices are time-sliced, a `-MIG-INVALID`
-product, a declared selector the nodes do not carry) is a discrepancy the platform team sees, and is offered to
+product) is a discrepancy the platform team sees, and is offered to
 nobody, instead of an engineer's preview failing with a 400.
 
 The check renders, with the renderer's own inputs (`selectors.cluster_profile`) and its own placement function,
