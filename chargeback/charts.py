@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from typing import Iterable
 
-STRATEGY_COLOURS = {"whole_gpu": "#0b6bcb", "mig": "#1a7f37", "time_slicing": "#c27c0e"}
+STRATEGY_COLOURS = {"whole_gpu": "#0b6bcb", "mig": "#1a7f37", "time_slicing": "#c27c0e", "mps": "#8250df"}
 OTHER_COLOUR = "#8a94a3"
 
 

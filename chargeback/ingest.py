@@ -17,7 +17,7 @@ the pod is finished, restarts and back-off included (the device stays allocated 
 Init containers are not counted: GPU work runs in the main containers.
 
 **GPU equivalents** (per pod): whole GPU = devices; MIG = devices x profile slices / the GPU's slices (or the
-memory fraction under the "memory" policy); time-slicing = devices / the pool's replicas.
+memory fraction under the "memory" policy); time-slicing and MPS = devices / the pool's replicas.
 """
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ from fractions import Fraction
 from typing import Iterable
 
 from provisioning.catalogue import mig_equivalents  # pure Python, no Django
+from provisioning.vocabulary import REPLICATED
+from provisioning.vocabulary import STRATEGIES as STRATEGY_NAMES
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpu-portal"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
-STRATEGIES = frozenset({"whole_gpu", "mig", "time_slicing"})
+STRATEGIES = frozenset(STRATEGY_NAMES)
 ANNOTATION_TOLERANCE = Fraction(1, 10**6)
 
 
@@ -173,7 +175,7 @@ def expected_equivalents(
         if model is None or model.mig is None or mig_profile not in model.mig.profiles:
             return None
         return devices * mig_equivalents(model.mig.profiles[mig_profile], model.mig, policy=policy)
-    if strategy == "time_slicing":
+    if strategy in REPLICATED:
         if not time_slicing_replicas:
             return None
         return Fraction(devices, time_slicing_replicas)

@@ -27,6 +27,7 @@ from portal.roles import is_finance, is_platform
 from provisioning.catalogue import load_catalogue
 from provisioning.choices import SchedulingModel
 from provisioning.models import Cluster, GangStall, NodePool
+from provisioning.vocabulary import REPLICATED, STRATEGIES
 
 from .choices import Category, CollectionStatus, EndSource, Flag
 from .ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
@@ -100,7 +101,7 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     pool_keys = {
         (row.decision.get("cluster"), row.decision.get("node_pool"))
         for row in requests.values()
-        if row.decision.get("strategy") == "time_slicing" or row.decision.get("node_pool")
+        if row.decision.get("strategy") in REPLICATED or row.decision.get("node_pool")
     }
     pools = {}
     if pool_keys:
@@ -152,7 +153,7 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     gpu_model = from_request(record.gpu_model, "gpu_model")
     mig_profile = from_request(record.mig_profile, "mig_profile") if strategy == "mig" else ""
     devices = record.devices or from_request(None, "gpus_per_replica")
-    if strategy not in ("whole_gpu", "mig", "time_slicing"):
+    if strategy not in STRATEGIES:
         return f"{record.namespace}/{record.pod_name}: no sharing strategy"
     if not gpu_model or not devices:
         return f"{record.namespace}/{record.pod_name}: no GPU model or device count"
@@ -496,7 +497,7 @@ def rate_card_check(*, gpu_model: str, strategy: str, valid_from: date, existing
     if model is None:
         raise InvalidInput(f"Unknown GPU model {gpu_model!r}; use a catalogue key such as H200-141GB.", field="gpu_model")
     if strategy == "mig" and model.mig is None:
-        raise InvalidInput(f"{gpu_model} has no MIG; pick whole_gpu or time_slicing.", field="strategy")
+        raise InvalidInput(f"{gpu_model} has no MIG; pick whole_gpu, time_slicing or mps.", field="strategy")
     horizon = frozen_until()
     if horizon is None:
         return

@@ -50,7 +50,7 @@ def synthetic_pod(
     if mig_profile:
         annotations[f"{d}/mig-profile"] = mig_profile
     resource = (f"nvidia.com/mig-{mig_profile}" if strategy == "mig"
-                else "nvidia.com/gpu.shared" if strategy == "time_slicing" else "nvidia.com/gpu")
+                else "nvidia.com/gpu.shared" if strategy in ("time_slicing", "mps") else "nvidia.com/gpu")
     container_status: dict = {
         "name": "main", "image": image, "imageID": f"{image}@sha256:{'0' * 64}", "ready": finished_at is None,
         "restartCount": 1 if restarted_at else 0, "started": finished_at is None,

@@ -24,6 +24,7 @@ class DataSensitivity(models.TextChoices):
 
 class MemoryIsolation(models.TextChoices):
     NONE = "none", "None (shared memory)"
+    LIMITED = "limited", "Per-client limit (MPS)"
     HARDWARE = "hardware", "Hardware (MIG)"
     EXCLUSIVE = "exclusive", "Exclusive (whole GPU)"
 

@@ -12,11 +12,10 @@ from fractions import Fraction
 from typing import Any
 
 from provisioning.catalogue import Catalogue, MigProfileSpec
+from provisioning.vocabulary import MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES, STRATEGY_WORDS
+from provisioning.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
+from provisioning.vocabulary import TIME_SLICING, WHOLE_GPU
 
-WHOLE_GPU, MIG, TIME_SLICING = "whole_gpu", "mig", "time_slicing"
-SHARING_MODE = {WHOLE_GPU: "exclusive", MIG: "mig", TIME_SLICING: "time_slicing"}
-MEMORY_ISOLATION = {WHOLE_GPU: "exclusive", MIG: "hardware", TIME_SLICING: "none"}
-STRATEGY_WORDS = {WHOLE_GPU: "whole GPU", MIG: "MIG slice", TIME_SLICING: "time-sliced GPU share"}
 PLATFORM_DEFAULT_STRATEGY = WHOLE_GPU
 
 
@@ -83,11 +82,11 @@ class PoolSpec:
     gpu_model: str
     gpus_per_node: int
     node_count: int
-    sharing_mode: str  # exclusive | mig | time_slicing
+    sharing_mode: str  # exclusive | mig | time_slicing | mps
     mig_profiles: dict[str, int] = field(default_factory=dict)  # per GPU, from the layout
     mig_layout: str = ""
     mig_strategy: str = "mixed"
-    time_slicing_replicas: int | None = None
+    time_slicing_replicas: int | None = None  # replicas per GPU of a time-sliced or MPS pool
     driver_major: int | None = None
     nvlink_domain: str = ""
     scheduling_model: str = "device_plugin"
@@ -151,7 +150,7 @@ class _Candidate:
     cluster: ClusterSpec
     pool: PoolSpec
     profile: MigProfileSpec | None
-    gpu_memory_gb: int
+    gpu_memory_gb: float  # what one device holds for this request (an MPS client: its memory limit)
 
 
 def select_route(policy: PolicySpec, answers: Answers) -> RuleSpec | None:
@@ -275,6 +274,14 @@ def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_m
             if profile is None:
                 continue
             memory = profile.memory_gb
+        elif strategy == MPS:
+            # The device plugin fails MPS requests for more than one share (failRequestsGreaterThanOne).
+            if pool.scheduling_model != "dra" and answers.gpus_per_replica > 1:
+                continue
+            # The MPS control daemon caps each client at 1/replicas of the GPU's memory, unlike time-slicing.
+            memory = model.memory_gb / (pool.time_slicing_replicas or 1)
+            if memory < per_device:
+                continue
         else:
             if model.memory_gb < per_device:
                 continue
@@ -306,7 +313,7 @@ def _equivalents(strategy: str, candidate: _Candidate, inventory: Inventory, cou
     if strategy == MIG:
         mig = inventory.catalogue.model(candidate.pool.gpu_model).mig
         return Fraction(candidate.profile.compute_slices, mig.total_slices) * count
-    if strategy == TIME_SLICING:
+    if strategy in REPLICATED:
         return Fraction(count, candidate.pool.time_slicing_replicas or 1)
     return Fraction(count)
 
@@ -427,11 +434,19 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
             f"({chosen.profile.compute_slices} of {model.mig.total_slices} compute slices of an {model.key}).",
             route if route and route.outcome.get("strategy") == MIG and not fallback_from else None,
         )
+    elif strategy == MPS:
+        reasons.add(
+            "gpu_model",
+            f"{model.key} is the smallest GPU in an MPS pool whose per-client memory limit "
+            f"({_gb(round(chosen.gpu_memory_gb, 1))}: {model.memory_gb} GB / {pool.time_slicing_replicas} clients) "
+            f"holds {_gb(per_device)}.",
+            source="default",
+        )
     else:
         reasons.add(
             "gpu_model",
             f"{model.key} ({model.memory_gb} GB) is the smallest GPU in a "
-            f"{'time-sliced' if strategy == TIME_SLICING else 'whole-GPU'} pool that holds {_gb(per_device)}.",
+            f"{STRATEGY_ADJECTIVES[strategy]} pool that holds {_gb(per_device)}.",
             source="default",
         )
     reasons.add(
@@ -517,6 +532,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "gpus_per_replica": answers.gpus_per_replica,
         "replicas": answers.replicas,
         "memory_isolation": memory_isolation,
+        # MPS caps each client's device memory; no other strategy has a per-client limit.
+        "memory_limit_gb": round(chosen.gpu_memory_gb, 1) if strategy == MPS else None,
         "fabric_isolation": fabric_isolation,
         "gang": gang,
         "driver": driver_decided,
@@ -626,6 +643,11 @@ def summarise(decision: dict, answers: Answers) -> str:
     elif decision["strategy"] == TIME_SLICING:
         what = f"a time-sliced share of an {model}" if per == 1 else f"{per} time-sliced shares of {model} GPUs"
         memory = "memory is not isolated: other tenants on the same GPU can use it up and cause out-of-memory errors"
+    elif decision["strategy"] == MPS:
+        what = f"an MPS share of an {model}" if per == 1 else f"{per} MPS shares of {model} GPUs"
+        limit = decision.get("memory_limit_gb")
+        memory = (f"memory is capped at {_gb(limit)} per client by MPS" if limit else "memory is capped per client by MPS") + (
+            ", compute is shared with other tenants and a crash of one client can stop the others")
     else:
         what = f"a whole {model}" if per == 1 else f"{per} whole {model} GPUs"
         memory = "the GPU is yours alone"

@@ -2,9 +2,10 @@
 the services)."""
 from __future__ import annotations
 
+from provisioning.vocabulary import STRATEGIES
+
 from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 
-STRATEGIES = ("whole_gpu", "mig", "time_slicing")
 ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "auto_approve_limits", "fabric_isolation",
                       "gpu_models", "driver"}
 # What a rule that approves automatically may cap: GPU equivalents per request and held by a team at once under the

@@ -14,6 +14,20 @@ import yaml
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PROFILE_RE = re.compile(r"^(?:\d+c\.)?(?P<slices>\d+)g\.(?P<memory>\d+)gb(?P<attrs>[+-].*)?$")
+_PRODUCT_SUFFIX = re.compile(r"-(SHARED|MIG-.*)$")
+
+
+def sanitise_product(nvml_name: str) -> str:
+    """An NVML device name as GFD writes it into `nvidia.com/gpu.product`: characters outside [A-Za-z0-9-_. ]
+    dropped, then runs of whitespace joined with '-' (k8s-device-plugin v0.20.0 `internal/lm/resource.go`,
+    `sanitise`)."""
+    return "-".join(re.sub(r"[^A-Za-z0-9\-_. ]", "", nvml_name).split())
+
+
+def base_product(product: str) -> str:
+    """A GFD product label without the suffixes GFD adds: `-SHARED` (unrenamed sharing) and `-MIG-<profile>`
+    (MIG `single`, possibly followed by `-SHARED`)."""
+    return _PRODUCT_SUFFIX.sub("", re.sub(r"-SHARED$", "", product))
 
 
 @dataclass(frozen=True)
@@ -64,10 +78,16 @@ class GpuModelSpec:
     memory_mib: int
     pci_device_ids: tuple[str, ...]
     mig: MigSpec | None = None
+    skus: tuple[str, ...] = ()  # NVML names of every card sold as this model, the primary first
 
     @property
     def mig_capable(self) -> bool:
         return self.mig is not None
+
+    @property
+    def products(self) -> tuple[str, ...]:
+        """The `nvidia.com/gpu.product` values of its SKUs."""
+        return tuple(sanitise_product(name) for name in self.skus)
 
 
 @dataclass(frozen=True)
@@ -79,10 +99,18 @@ class Catalogue:
         return self.models[key]
 
     def model_by_product(self, product: str) -> GpuModelSpec | None:
-        """Match a GFD product label, ignoring the -SHARED and -MIG-<profile> suffixes GFD may add."""
-        base = re.sub(r"-(SHARED|MIG-.*)$", "", product)
-        base = re.sub(r"-SHARED$", "", base)
-        return next((m for m in self.models.values() if m.product == base), None)
+        """Match a GFD product label against every SKU of every model, ignoring the -SHARED and -MIG-<profile>
+        suffixes GFD may add."""
+        base = base_product(product)
+        return next((m for m in self.models.values() if base in m.products), None)
+
+    def model_by_dra_product_name(self, name: str) -> GpuModelSpec | None:
+        """Match the NVIDIA DRA driver's `productName` attribute (the raw NVML name) against every SKU."""
+        return next((m for m in self.models.values() if name in m.skus), None)
+
+    def same_memory_as(self, memory_mib: int | None) -> list[str]:
+        """Models whose GPUs have this much memory: what an unknown SKU probably is."""
+        return sorted(m.key for m in self.models.values() if memory_mib and m.memory_mib == memory_mib)
 
     def profile(self, model_key: str, profile_name: str) -> MigProfileSpec | None:
         model = self.models.get(model_key)
@@ -155,5 +183,9 @@ def load_catalogue(data_dir: Path = DATA_DIR) -> Catalogue:
             memory_mib=item["memory_mib"],
             pci_device_ids=tuple(item["pci_device_ids"]),
             mig=mig,
+            skus=tuple(item.get("skus") or [item["dra_product_name"]]),
         )
+        spec = models[item["key"]]
+        if (spec.skus[0], spec.products[0]) != (spec.dra_product_name, spec.product):
+            raise ValueError(f"{spec.key}: product and dra_product_name must be the first SKU's two forms")
     return Catalogue(models=models, layouts=layouts)

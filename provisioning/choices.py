@@ -1,27 +1,28 @@
 from django.db import models
 
+from . import vocabulary as v
+
 
 class Strategy(models.TextChoices):
-    """How a GPU is shared. The same words appear in decisions, labels, rate cards and reports."""
+    """How a GPU is shared (names from `provisioning.vocabulary`). The same words appear in decisions, labels,
+    rate cards and reports."""
 
-    WHOLE_GPU = "whole_gpu", "Whole GPU (exclusive)"
-    MIG = "mig", "MIG partition"
-    TIME_SLICING = "time_slicing", "Time-slicing"
+    WHOLE_GPU = v.WHOLE_GPU, "Whole GPU (exclusive)"
+    MIG = v.MIG, "MIG partition"
+    TIME_SLICING = v.TIME_SLICING, "Time-slicing"
+    MPS = v.MPS, "MPS (CUDA Multi-Process Service)"
 
 
 class SharingMode(models.TextChoices):
     """What a node pool offers."""
 
-    EXCLUSIVE = "exclusive", "Whole GPUs"
-    MIG = "mig", "MIG layout"
-    TIME_SLICING = "time_slicing", "Time-sliced replicas"
+    EXCLUSIVE = v.EXCLUSIVE, "Whole GPUs"
+    MIG = v.MIG, "MIG layout"
+    TIME_SLICING = v.TIME_SLICING, "Time-sliced replicas"
+    MPS = v.MPS, "MPS replicas"
 
 
-SHARING_MODE_FOR_STRATEGY = {
-    Strategy.WHOLE_GPU: SharingMode.EXCLUSIVE,
-    Strategy.MIG: SharingMode.MIG,
-    Strategy.TIME_SLICING: SharingMode.TIME_SLICING,
-}
+SHARING_MODE_FOR_STRATEGY = {Strategy(s): SharingMode(m) for s, m in v.SHARING_MODE_FOR_STRATEGY.items()}
 
 
 class MigStrategy(models.TextChoices):

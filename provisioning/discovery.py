@@ -4,12 +4,13 @@ cluster and writes the rows; everything between is here and tested without eithe
 
 Reading a node (reference §1-§4, §10):
 - GPU model from `nvidia.com/gpu.product` (GFD; `-SHARED` / `-MIG-<profile>` suffixes ignored) or the DRA devices'
-  `productName`; physical GPU count from `nvidia.com/gpu.count` (under MIG `single` it counts slices, so it is
+  `productName`, matched against every SKU of every catalogue model (an H200 NVL is an H200-141GB); physical GPU count from `nvidia.com/gpu.count` (under MIG `single` it counts slices, so it is
   derived from the layout there);
 - sharing mode: `mig` when MIG devices are advertised (allocatable `nvidia.com/mig-<profile>`, a `-MIG-<profile>`
   product under `single`, GFD `nvidia.com/mig-<profile>.count` labels, DRA devices of type `mig`) or the node's
-  `nvidia.com/mig.config` names a layout that creates devices; `time_slicing` when `nvidia.com/gpu.replicas` > 1,
-  `nvidia.com/gpu.sharing-strategy` is time-slicing/mps or `nvidia.com/gpu.shared` is advertised; else `exclusive`;
+  `nvidia.com/mig.config` names a layout that creates devices; `mps` when `nvidia.com/gpu.sharing-strategy` is
+  `mps` (GFD, k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`); `time_slicing` when it is `time-slicing`,
+  `nvidia.com/gpu.replicas` > 1 or `nvidia.com/gpu.shared` is advertised; else `exclusive`;
 - scheduling model: `device_plugin` when NVIDIA extended resources are allocatable, `dra` when a `gpu.nvidia.com`
   ResourceSlice names the node, `both` (a conflict) when both are true;
 - driver from `nvidia.com/cuda.driver-version.full` (else `.major/.minor/.revision`, else the DRA devices'
@@ -19,7 +20,7 @@ Grouping rule (docs/inventory.md, "Inventory discovery"): a node belongs to the 
 labels satisfy (a declared pool without a selector takes the nodes labelled `<label-domain>/pool=<its name>`; when
 several match, the most specific selector wins, then the name, and the overlap is flagged). Other GPU nodes form
 discovered pools: by the portal's pool label when present, else by (GPU model, sharing mode with MIG layout or
-time-slicing replicas, scheduling model). Nodes whose GPU the catalogue does not know are not pooled (flagged).
+time-slicing / MPS replicas, scheduling model). Nodes whose GPU the catalogue does not know are not pooled (flagged).
 """
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from provisioning.catalogue import Catalogue, GpuModelSpec
+from provisioning.catalogue import Catalogue, GpuModelSpec, base_product, sanitise_product
+from provisioning.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, MPS, REPLICATED
+from provisioning.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
 
 NVIDIA = "nvidia.com/"
 GPU = "nvidia.com/gpu"
@@ -45,7 +48,6 @@ _MIG_PRODUCT = re.compile(r"-MIG-(?P<profile>\d+g\.\d+gb.*)$")
 _QUANTITY = re.compile(r"^(?P<number>\d+)$")
 
 EXCLUSIVE, MIG, TIME_SLICING = "exclusive", "mig", "time_slicing"
-STRATEGY_OF_MODE = {EXCLUSIVE: "whole_gpu", MIG: "mig", TIME_SLICING: "time_slicing"}
 DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
 
 
@@ -63,6 +65,7 @@ class NodeFacts:
     is_gpu_node: bool
     gpu_product: str = ""
     gpu_model: str | None = None  # catalogue key
+    gpu_sku: str = ""  # what tells this SKU from the model's first one (e.g. "NVL"); "" for the first SKU
     gpu_count: int = 0
     gpu_memory_mib: int | None = None
     sharing_mode: str = ""
@@ -73,7 +76,7 @@ class NodeFacts:
     mig_devices: dict[str, int] = field(default_factory=dict)  # profile -> devices on the node
     gpu_replicas: int | None = None
     sharing_strategy: str = ""
-    time_slicing_renamed: bool | None = None  # replicas advertised as nvidia.com/gpu.shared
+    time_slicing_renamed: bool | None = None  # replicas (time-slicing or MPS) advertised as nvidia.com/gpu.shared
     driver_version: str = ""
     driver_major: int | None = None
     clique: str = ""
@@ -145,7 +148,7 @@ def _model_for(catalogue: Catalogue, product: str, dra_names: Iterable[str]) -> 
         if model:
             return model
     for name in dra_names:
-        model = next((m for m in catalogue.models.values() if m.dra_product_name == name), None)
+        model = catalogue.model_by_dra_product_name(name)
         if model:
             return model
     return None
@@ -236,7 +239,9 @@ def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Se
 
     if mig_devices or layout:
         mode = MIG
-    elif (replicas or 0) > 1 or sharing_strategy in ("time-slicing", "mps") or GPU_SHARED in extended:
+    elif sharing_strategy in MODE_FOR_GFD_SHARING_STRATEGY:
+        mode = MODE_FOR_GFD_SHARING_STRATEGY[sharing_strategy]
+    elif (replicas or 0) > 1 or GPU_SHARED in extended:
         mode = TIME_SLICING
     else:
         mode = EXCLUSIVE
@@ -247,11 +252,20 @@ def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Se
         key = DRA_GPU if device["type"] == "gpu" else f"{DRA_MIG_PREFIX}{device['profile']}"
         resources[key] = resources.get(key, 0) + 1
     driver_version, driver_major = _driver(labels, gpu_devices)
-    renamed = (GPU_SHARED in extended) if mode == TIME_SLICING and extended else None
+    dra_name = next((d["product_name"] for d in gpu_devices if d["product_name"]), "")
+    sku = base_product(product) if product else sanitise_product(dra_name)
+    if model is None or sku == model.product:
+        sku = ""
+    elif sku.startswith(f"{model.product}-"):
+        sku = sku[len(model.product) + 1:]
+    else:
+        sku = sku.removeprefix("NVIDIA-")
+    renamed = (GPU_SHARED in extended) if mode in REPLICATED and extended else None
     return NodeFacts(
         **base,
-        gpu_product=product or next((d["product_name"] for d in gpu_devices if d["product_name"]), ""),
+        gpu_product=product or dra_name,
         gpu_model=model.key if model else None,
+        gpu_sku=sku,
         gpu_count=gpu_count,
         gpu_memory_mib=_int(labels.get("nvidia.com/gpu.memory")),
         sharing_mode=mode,
@@ -455,6 +469,8 @@ def _layout_part(facts: NodeFacts) -> str:
         return facts.mig_config or "+".join(f"{p}x{n}" for p, n in sorted(facts.mig_devices.items()))
     if facts.sharing_mode == TIME_SLICING:
         return f"ts{facts.gpu_replicas or 0}"
+    if facts.sharing_mode == MPS:
+        return f"mps{facts.gpu_replicas or 0}"
     return ""
 
 
@@ -491,7 +507,8 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
         if facts.portal_pool:
             key = f"label:{facts.portal_pool}"
         else:
-            key = "|".join([facts.gpu_model, facts.sharing_mode, _layout_part(facts), facts.scheduling_model])
+            model_part = f"{facts.gpu_model}/{facts.gpu_sku}" if facts.gpu_sku else facts.gpu_model
+            key = "|".join([model_part, facts.sharing_mode, _layout_part(facts), facts.scheduling_model])
         groups.setdefault(key, []).append(facts)
     discovered = []
     for key, members in sorted(groups.items()):
@@ -501,14 +518,15 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
             selector = {pool_label: first.portal_pool}
         else:
             suffix = "dra" if first.scheduling_model == DRA else ""
-            mode_part = {EXCLUSIVE: "", MIG: f"mig-{_layout_part(first)}", TIME_SLICING: _layout_part(first)}
-            name = pool_name(first.gpu_model, mode_part[first.sharing_mode], suffix)
+            mode_part = {EXCLUSIVE: "", MIG: f"mig-{_layout_part(first)}", TIME_SLICING: _layout_part(first),
+                         MPS: _layout_part(first)}
+            name = pool_name(first.gpu_model, first.gpu_sku, mode_part[first.sharing_mode], suffix)
             selector = {"nvidia.com/gpu.product": first.labels["nvidia.com/gpu.product"]} if (
                 first.labels.get("nvidia.com/gpu.product")
             ) else {}
             if first.sharing_mode == MIG and first.mig_config:
                 selector["nvidia.com/mig.config"] = first.mig_config
-            if first.sharing_mode == TIME_SLICING and first.device_plugin_config:
+            if first.sharing_mode in REPLICATED and first.device_plugin_config:
                 selector["nvidia.com/device-plugin.config"] = first.device_plugin_config
         if name in taken:
             name = pool_name(name, "discovered")
@@ -521,7 +539,7 @@ def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
                 sharing_mode=_most_common(m.sharing_mode for m in members),
                 mig_strategy=_most_common(m.mig_strategy for m in members) or "mixed",
                 mig_layout=_most_common(m.mig_config for m in members) if first.sharing_mode == MIG else "",
-                time_slicing_replicas=replicas if first.sharing_mode == TIME_SLICING else None,
+                time_slicing_replicas=replicas if first.sharing_mode in REPLICATED else None,
                 time_slicing_renamed=any(m.time_slicing_renamed for m in members),
                 device_plugin_config=_most_common(m.device_plugin_config for m in members),
                 scheduling_model=DRA if first.scheduling_model == DRA else DEVICE_PLUGIN,
@@ -562,7 +580,7 @@ def usable_for(pool: DeclaredPool, facts: NodeFacts) -> bool:
             return False
         if pool.sharing_mode == MIG and pool.mig_strategy == "single" and facts.mig_config != pool.mig_layout:
             return False  # under `single` pods are pinned to the declared layout
-        if pool.sharing_mode == TIME_SLICING and facts.time_slicing_renamed not in (None, pool.time_slicing_renamed):
+        if pool.sharing_mode in REPLICATED and facts.time_slicing_renamed not in (None, pool.time_slicing_renamed):
             return False
     return True
 
@@ -593,7 +611,9 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         "usable_node_count": len(usable),
         "schedulable_node_count": sum(1 for n in usable if n.schedulable),
         "gpu_model": model or "",
-        "gpu_product": spec.product if spec else "",
+        # The SKU the nodes carry (an H200 NVL pool is pinned to NVIDIA-H200-NVL, not to the model's first SKU).
+        "gpu_product": _most_common(_product_label(n) for n in usable) or (spec.product if spec else ""),
+        "dra_product_name": _most_common(d["product_name"] for n in usable for d in n.dra_devices),
         "gpu_models": sorted({n.gpu_model or n.gpu_product for n in nodes}),
         "gpus_per_node": max((n.gpu_count for n in usable), default=0),
         "gpu_counts": sorted({n.gpu_count for n in nodes}),
@@ -614,6 +634,12 @@ def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Ca
         # Does GFD's driver label exist on every usable node? DRA-only nodes may have no GFD (renderer: affinity.py).
         "driver_major_label": bool(usable) and all(DRIVER_MAJOR_LABEL in n.labels for n in usable),
     }
+
+
+def _product_label(facts: NodeFacts) -> str:
+    """The node's `nvidia.com/gpu.product` without GFD's sharing and MIG suffixes ("" on a node without GFD)."""
+    label = facts.labels.get("nvidia.com/gpu.product", "")
+    return base_product(label) if label else ""
 
 
 def _d(field_name: str, declared: Any, discovered: Any, message: str) -> dict[str, Any]:
@@ -641,6 +667,11 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     if models != [pool.gpu_model]:
         found.append(_d("gpu_model", pool.gpu_model, models,
                          f"{name} declares {pool.gpu_model}; its nodes have {', '.join(models)}."))
+    skus = sorted({p for n in nodes if n.gpu_model == pool.gpu_model and (p := _product_label(n))})
+    if len(skus) > 1:
+        found.append(_d("gpu_product", None, skus,
+                         f"{name}'s nodes carry {len(skus)} SKUs ({', '.join(skus)}); pods are pinned to one "
+                         "nvidia.com/gpu.product, so the others get none. Split the pool by SKU."))
     counts = sorted({n.gpu_count for n in nodes})
     if counts != [pool.gpus_per_node]:
         found.append(_d("gpus_per_node", pool.gpus_per_node, counts,
@@ -669,7 +700,7 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
             states = sorted({n.mig_config_state for n in nodes if n.mig_config_state in ("pending", "failed", "rebooting")})
             found.append(_d("mig_config_state", "success", states,
                              f"mig-manager reports {', '.join(states)} on {stuck}."))
-    if pool.sharing_mode == TIME_SLICING:
+    if pool.sharing_mode in REPLICATED:
         replicas = sorted({n.gpu_replicas or 1 for n in nodes})
         if replicas != [pool.time_slicing_replicas]:
             found.append(_d("time_slicing_replicas", pool.time_slicing_replicas, replicas,
@@ -714,9 +745,17 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     return found
 
 
+def _unknown_sku_hint(facts: NodeFacts, catalogue: Catalogue | None) -> str:
+    same = catalogue.same_memory_as(facts.gpu_memory_mib) if catalogue else []
+    if not same:
+        return ""
+    return (f" Its GPUs have the memory of {' or '.join(same)} ({facts.gpu_memory_mib} MiB): if it is another SKU of "
+            "that model, add its NVML name to the model's skus in provisioning/data/gpu-catalogue.yaml.")
+
+
 def cluster_discrepancies(*, declared_version: str, discovered_version: str, declared_gang: str,
                           installed_gang: Sequence[str], declared_scheduling: str, dra_in_use: bool,
-                          unpooled: Sequence[NodeFacts]) -> list[dict[str, Any]]:
+                          unpooled: Sequence[NodeFacts], catalogue: Catalogue | None = None) -> list[dict[str, Any]]:
     found = []
     minor = re.match(r"v?(\d+)\.(\d+)", discovered_version or "")
     seen = f"{minor[1]}.{minor[2]}" if minor else ""
@@ -734,7 +773,7 @@ def cluster_discrepancies(*, declared_version: str, discovered_version: str, dec
     for facts in unpooled:
         found.append(_d("gpu_model", None, facts.gpu_product,
                          f"Node {facts.name} has GPUs the catalogue does not know ({facts.gpu_product or 'no product'}"
-                         "); it is not placed in any pool."))
+                         "); it is not placed in any pool." + _unknown_sku_hint(facts, catalogue)))
     return found
 
 
@@ -747,7 +786,7 @@ def key_strategy(key: str, sharing_mode: str, mig_strategy: str = "") -> str | N
     if key.startswith(MIG_PREFIX) or key.startswith(DRA_MIG_PREFIX):
         return "mig"
     if key == GPU_SHARED:
-        return "time_slicing"
+        return STRATEGY_OF_MODE[sharing_mode] if sharing_mode in REPLICATED else "time_slicing"
     if key in (GPU, DRA_GPU):
         if sharing_mode == MIG:
             return "mig" if mig_strategy == "single" and key == GPU else "whole_gpu"
@@ -774,7 +813,7 @@ def equivalents_per_unit(key: str, *, sharing_mode: str, model: GpuModelSpec | N
             profile = next(iter(mig_devices))
         spec = model.mig.profiles.get(profile) if model and model.mig and profile else None
         return Fraction(spec.compute_slices, model.mig.total_slices) if spec else Fraction(0)
-    if strategy == "time_slicing":
+    if strategy in REPLICATED:
         return Fraction(1, max(replicas or 1, 1))
     return Fraction(1)
 

@@ -28,7 +28,8 @@ def decided_replicas(pool: NodePool, replicas: int | None) -> int | None:
     """Shares per GPU as the decision prices them. On DRA a time-sliced request's replicas each hold their devices
     through a claim of their own (manifests/devices.py): nothing divides a GPU into advertised replicas there, so a
     device is one GPU equivalent, which is what quota, metering and the team's ResourceQuota then count."""
-    if pool.sharing_mode == SharingMode.TIME_SLICING and pool.effective_scheduling_model == SchedulingModel.DRA:
+    replicated = pool.sharing_mode in (SharingMode.TIME_SLICING, SharingMode.MPS)
+    if replicated and pool.effective_scheduling_model == SchedulingModel.DRA:
         return 1
     return replicas
 

@@ -10,7 +10,7 @@ from django.core.exceptions import FieldError
 from django.db import transaction
 from django.utils import timezone
 
-from . import discovery
+from . import discovery, renderability
 from .catalogue import load_catalogue
 from .choices import Applier, PoolSource, SchedulingModel
 from .credentials import cluster_server_changed
@@ -140,6 +140,16 @@ def _declared(pool: NodePool) -> discovery.DeclaredPool:
     )  # fmt: skip
 
 
+def _check_rendering(cluster, row: NodePool, spec, nodes, catalogue) -> None:
+    """A pool the renderer cannot place pods on is flagged and offers nothing (provisioning.renderability)."""
+    row.cluster = cluster
+    found = renderability.pool_render_discrepancies(cluster=cluster, pool=row, spec=spec, nodes=nodes,
+                                                    catalogue=catalogue)
+    if found:
+        row.discrepancies = [*row.discrepancies, *found]
+        row.discovered = {**row.discovered, "usable_node_count": 0, "schedulable_node_count": 0}
+
+
 def _node_row_values(facts: discovery.NodeFacts, *, usable: bool, used: dict, pods: list, models: dict) -> dict:
     return {
         "labels": facts.labels, "allocatable": facts.allocatable, "capacity": facts.capacity,
@@ -205,6 +215,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         spec, members = declared[row.name], grouping.declared.get(row.name, [])
         row.discovered = discovery.summarise_pool(spec, members, catalogue)
         row.discrepancies = discovery.pool_discrepancies(spec, members, catalogue, grouping.overlaps.get(row.name, ()))
+        _check_rendering(cluster, row, spec, members, catalogue)
         if members:
             row.last_seen_at = now
         row.save(update_fields=["discovered", "discrepancies", "last_seen_at"])
@@ -238,6 +249,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         row.nvlink_domain = row.discovered["nvlink_domain"]
         row.discrepancies = [d for d in discovery.pool_discrepancies(spec, group.nodes, catalogue)
                              if d["field"] in ("scheduling_model", "mig_config_state", "placement")]
+        _check_rendering(cluster, row, spec, group.nodes, catalogue)
         row.last_seen_at = now
         row.save()
         seen_keys.add(group.key)
@@ -285,7 +297,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
         declared_gang=cluster.gang_scheduler, installed_gang=installed,
         declared_scheduling=cluster.scheduling_model or SchedulingModel.DEVICE_PLUGIN, dra_in_use=dra_in_use,
-        unpooled=unpooled,
+        unpooled=unpooled, catalogue=catalogue,
     )  # fmt: skip
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""

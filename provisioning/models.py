@@ -43,6 +43,7 @@ from .choices import (
 )
 from .manifests.devices import DRA_DRIVER_FEATURE_GATES
 from .manifests.network import namespace_problems, pod_label_problems
+from .vocabulary import REPLICATED
 
 driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
 
@@ -142,6 +143,16 @@ class Cluster(models.Model):
         default=dict, blank=True, validators=[pod_labels_validator],
         help_text="labels of the scraper's pods; empty: every pod of its namespace",
     )
+    gang_scheduler_owns_gpu_nodes = models.BooleanField(
+        default=True,
+        help_text="Volcano or KAI schedules every pod on the GPU nodes, so every pod the portal renders uses it "
+        "(two schedulers must not hand out the same GPUs); turn off only if the gang scheduler has GPU nodes of its own",
+    )
+    dra_mps_support = models.BooleanField(
+        default=False,
+        help_text="the NVIDIA DRA driver runs with its MPSSupport feature gate (alpha, off by default): DRA pools "
+        "may share GPUs through MPS",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
@@ -208,10 +219,11 @@ class NodePool(models.Model):
     mig_strategy = models.CharField(max_length=10, choices=MigStrategy.choices, default=MigStrategy.MIXED)
     mig_layout = models.CharField(max_length=63, blank=True, help_text="nvidia.com/mig.config value")
     time_slicing_replicas = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(2), MaxValueValidator(64)]
+        null=True, blank=True, validators=[MinValueValidator(2), MaxValueValidator(64)],
+        help_text="replicas per GPU of a time-sliced or MPS pool",
     )
     time_slicing_renamed = models.BooleanField(
-        default=True, help_text="renameByDefault: replicas advertised as nvidia.com/gpu.shared"
+        default=True, help_text="renameByDefault: replicas advertised as nvidia.com/gpu.shared (time-slicing or MPS)"
     )
     device_plugin_config = models.CharField(
         max_length=63, blank=True, help_text="nvidia.com/device-plugin.config value selecting this pool's sharing"
@@ -268,10 +280,16 @@ class NodePool(models.Model):
                         f"Layout {self.mig_layout!r} creates no MIG devices on {self.gpu_model.key}; "
                         f"choose one of: {', '.join(catalogue.layouts_for(self.gpu_model.key))}."
                     )
-        if self.sharing_mode == SharingMode.TIME_SLICING and not self.time_slicing_replicas:
-            errors["time_slicing_replicas"] = "A time-sliced pool says how many replicas each GPU is split into."
-        if self.sharing_mode != SharingMode.TIME_SLICING and self.time_slicing_replicas:
-            errors["time_slicing_replicas"] = "Only time-sliced pools have replicas."
+        if self.sharing_mode in REPLICATED and not self.time_slicing_replicas:
+            kind = "An MPS" if self.sharing_mode == SharingMode.MPS else "A time-sliced"
+            errors["time_slicing_replicas"] = f"{kind} pool says how many replicas each GPU is split into."
+        if self.sharing_mode not in REPLICATED and self.time_slicing_replicas:
+            errors["time_slicing_replicas"] = "Only time-sliced and MPS pools have replicas."
+        if (self.sharing_mode == SharingMode.MPS and self.cluster_id and self.effective_scheduling_model == "dra"
+                and not self.cluster.dra_mps_support):
+            errors["sharing_mode"] = (
+                f"{self.cluster.name} does not declare the NVIDIA DRA driver's MPSSupport gate; declare it on the "
+                "cluster first, or use the device plugin for this pool.")
         if errors:
             raise ValidationError(errors)
 

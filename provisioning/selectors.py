@@ -27,6 +27,7 @@ from .catalogue import load_catalogue
 from .inventory import no_api_server_note
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
 from .manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from .vocabulary import REPLICATED, SHARE_UNITS, STRATEGY_ADJECTIVES
 from .models import Cluster, Node, NodePool, TeamQuota
 
 
@@ -125,6 +126,8 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         scheduling_model=pool.effective_scheduling_model,
         gang_scheduler=cluster.gang_scheduler,
         gang_queue=cluster.gang_queue,
+        dra_mps_support=cluster.dra_mps_support,
+        gang_scheduler_owns_gpu_nodes=cluster.gang_scheduler_owns_gpu_nodes,
         label_domain=settings.PORTAL_LABEL_DOMAIN,
         ingress_controller=_network_peer(cluster.ingress_namespace, cluster.ingress_pod_labels),
         metrics_scraper=_network_peer(cluster.metrics_namespace, cluster.metrics_pod_labels),
@@ -142,10 +145,26 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
             driver_major_label=(pool.discovered or {}).get("driver_major_label"),
+            gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
+            gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
+            dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
         ),
         dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
         dra_extended_resources=cluster_extended_resources(cluster),
     )
+
+
+def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
+    """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
+    whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
+    from .manifests import RenderError
+    from .manifests.device_plugin import build_device_plugin_config
+
+    try:
+        return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
+                                          scheduling_model=pool.effective_scheduling_model)
+    except RenderError:
+        return None
 
 
 def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
@@ -164,9 +183,9 @@ def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
                 dra_pools.append(pool)
             elif pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
                 caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
-            elif pool.sharing_mode == SharingMode.TIME_SLICING and Strategy.TIME_SLICING in quotas:
+            elif pool.sharing_mode in REPLICATED and pool.sharing_mode in quotas:
                 name = "nvidia.com/gpu.shared" if pool.time_slicing_renamed else "nvidia.com/gpu"
-                shares = int(quotas[Strategy.TIME_SLICING] * (pool.time_slicing_replicas or 1))
+                shares = int(quotas[pool.sharing_mode] * (pool.time_slicing_replicas or 1))
                 caps[name] = max(caps.get(name, 0), shares)
             elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
                 for profile in offered_profiles(pool, catalogue):
@@ -244,7 +263,7 @@ def cluster_for_request(*, gpu_request) -> Cluster:
 # --- live cluster operations: capacity, the fit check, quotas and driver upgrade impact (branch live) ---------
 
 HOLDING_STATUSES = tuple(str(s) for s in REQUEST_HOLDING)
-QUOTA_WORDS = {Strategy.WHOLE_GPU: "whole-GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-sliced"}
+QUOTA_WORDS = STRATEGY_ADJECTIVES
 DRIVER_VERSION_RE = re.compile(r"^\d{3}(\.\d+){0,2}$")
 
 
@@ -339,11 +358,11 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
         spec = model.mig.profiles.get(profile) if model and model.mig else None
         resource = discovery.GPU if pool.mig_strategy == MigStrategy.SINGLE else (
             spec.resource_name if spec else f"{discovery.MIG_PREFIX}{profile}")
-    elif strategy == Strategy.TIME_SLICING:
+    elif strategy in REPLICATED:
         resource = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
     else:
         resource = discovery.GPU
-    unit = {Strategy.MIG: f"{profile} slice", Strategy.TIME_SLICING: "GPU" if dra else "time-sliced share"}.get(
+    unit = "GPU" if dra and strategy in REPLICATED else {Strategy.MIG: f"{profile} slice", **SHARE_UNITS}.get(
         strategy, "GPU")
     return fit.Demand(
         resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
@@ -374,7 +393,7 @@ def _declared_slots(pool: NodePool, demand: fit.Demand) -> list[fit.NodeSlot]:
             resources[key] = resources.get(key, 0) + count
     elif pool.effective_scheduling_model == SchedulingModel.DRA:
         resources[discovery.DRA_GPU] = pool.gpus_per_node
-    elif pool.sharing_mode == SharingMode.TIME_SLICING:
+    elif pool.sharing_mode in REPLICATED:
         key = discovery.GPU_SHARED if pool.time_slicing_renamed else discovery.GPU
         resources[key] = pool.gpus_per_node * (pool.time_slicing_replicas or 1)
     else:

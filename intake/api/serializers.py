@@ -6,13 +6,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.models import Team, slug_validator
+from provisioning.vocabulary import STRATEGIES
 
 from ..answers import AnswersInvalid, normalise_answers
 from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind
 from ..models import GpuRequest, PolicyVersion, RequestEvent, Rule
 from ..questionnaire import QUESTIONS, Question, openapi_schema
 
-STRATEGY_CHOICES = ["whole_gpu", "mig", "time_slicing"]
+STRATEGY_CHOICES = list(STRATEGIES)
 
 
 def _field_for(question: Question) -> serializers.Field:
@@ -87,6 +88,8 @@ class DecisionSerializer(serializers.Serializer):
     gpus_per_replica = serializers.IntegerField()
     replicas = serializers.IntegerField()
     memory_isolation = serializers.ChoiceField(choices=MemoryIsolation.values)
+    memory_limit_gb = serializers.FloatField(
+        allow_null=True, required=False, help_text="per-client device memory limit (MPS only); null otherwise")
     fabric_isolation = serializers.ChoiceField(choices=FabricIsolation.values)
     gang = GangSerializer(allow_null=True)
     driver = DriverSerializer(allow_null=True)

@@ -33,10 +33,19 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "discrepancies",
             "last_seen_at",
             "capacity",
+            "device_plugin_config",
+            "device_plugin_sharing_config",
         ]
         read_only_fields = fields
 
     capacity = serializers.SerializerMethodField(help_text="free and used GPUs by strategy on the pool's nodes")
+    device_plugin_sharing_config = serializers.SerializerMethodField(
+        help_text="the NVIDIA device plugin config (ConfigMap entry, k8s-device-plugin api/config/v1) the pool's "
+        "nodes must run for the pods rendered here; null on DRA pools")
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_device_plugin_sharing_config(self, pool) -> dict | None:
+        return selectors.pool_device_plugin_config(pool=pool)
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_capacity(self, pool) -> dict:
@@ -58,6 +67,8 @@ class ClusterSerializer(serializers.ModelSerializer):
             "scheduling_model",
             "gang_scheduler",
             "dra_feature_gates",
+            "gang_scheduler_owns_gpu_nodes",
+            "dra_mps_support",
             "applier",
             "enabled",
             # Who may reach pods in team namespaces besides the team (NetworkPolicies).

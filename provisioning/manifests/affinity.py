@@ -1,4 +1,11 @@
-"""Pod affinity for fabric isolation (reference §9) and the driver floor by node label (reference §10)."""
+"""Pod affinity for fabric isolation (reference §9), the driver floor by node label (reference §10) and MIG readiness (§11).
+
+MIG readiness: a pod that needs MIG devices (device plugin) requires `nvidia.com/mig.config.state=success`, the
+label mig-manager sets once the node's layout is applied (NVIDIA/mig-parted v0.15.0 `deployments/container/
+reconfigure-mig.sh`): while it reads pending or rebooting the device plugin is paused and the advertised slices
+are about to change, and a `failed` layout may not be the one the pod was rendered for. DRA pods are left out:
+the driver's ResourceSlices list only the MIG devices that exist, and DRA nodes need not run mig-manager.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from .errors import RenderError
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 DRIVER_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 FABRIC_ISOLATIONS = ("shared", "tenant_exclusive")
 
 
@@ -15,6 +23,8 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
     """matchExpressions that must all hold on the node (they go into one nodeSelectorTerm: terms are ORed)."""
     request, pool = ctx.request, ctx.cluster.pool
     expressions = []
+    if request.strategy == "mig" and ctx.cluster.scheduling_model != "dra":
+        expressions.append({"key": MIG_CONFIG_STATE_LABEL, "operator": "In", "values": ["success"]})
     if request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain:
         # A node without the clique label never falls in an anti-affinity domain, so it must be excluded.
         expressions.append({"key": CLIQUE_LABEL, "operator": "Exists"})

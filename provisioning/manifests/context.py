@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from provisioning.vocabulary import STRATEGIES
+
 from .errors import RenderError
 from .labels import pod_annotations, request_labels
 from .names import request_base_name, team_namespace
@@ -14,7 +16,6 @@ SUPPORTED_MINORS = (34, 35, 36, 37)
 _VERSION = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
 
 WORKLOAD_CLASSES = ("training", "inference", "development")
-STRATEGIES = ("whole_gpu", "mig", "time_slicing")
 SCHEDULING_MODELS = ("device_plugin", "dra")
 
 

@@ -5,11 +5,17 @@ DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate, so every pod
 by CEL on the NVIDIA driver's device attributes. Never one ResourceClaim shared by the replicas: Kueue v0.19 refuses
 pods that name a claim (`pkg/controller/core/workload_controller.go`, "DRA resource claims not supported"), a shared
 claim pins every replica to the node holding its devices, and quota and billing would count its devices once per
-pod. A time-sliced DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
+pod. A time-sliced (or MPS) DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
 time-slicing settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate
 (dra-driver-nvidia-gpu v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise).
 A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a DeviceClass with
 `extendedResourceName`, KEP-5004); the device plugin must not manage the same node either way.
+MPS through the driver's `MpsConfig` likewise only where the cluster declares MPSSupport.
+
+Time-slicing and MPS pods are pinned to nodes whose GFD label `nvidia.com/gpu.sharing-strategy` names their mode
+(`time-slicing` / `mps`, k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`). The device plugin's MPS config
+has `failRequestsGreaterThanOne` on unless the config turns it off (v0.20.0 `api/config/v1/config.go`), so an
+MPS pod asks for exactly one share.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from provisioning.catalogue import parse_profile
+from provisioning.vocabulary import GFD_SHARING_STRATEGY, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
 
 from .context import RenderContext
 from .errors import RenderError
@@ -36,8 +43,7 @@ MIG_DEVICE_CLASS = "mig.nvidia.com"
 CLAIM_NAME = "gpu"  # pod-level claim entry and request name inside the claim
 ATTR = "device.attributes['gpu.nvidia.com']"
 
-# Which pool sharing mode serves which request strategy (intake/decisions.py SHARING_MODE).
-POOL_MODE = {"whole_gpu": "exclusive", "mig": "mig", "time_slicing": "time_slicing"}
+POOL_MODE = SHARING_MODE_FOR_STRATEGY  # which pool sharing mode serves which request strategy
 
 
 @dataclass
@@ -67,13 +73,35 @@ def _check_pool(ctx: RenderContext) -> None:
             f"Pool {pool.name} shares GPUs as {pool.sharing_mode!r} but the request asks for {request.strategy}; "
             "re-run placement or pick a pool with the matching sharing mode."
         )
-    if pool.gpu_product and pool.gpu_product != request.gpu_product:
+    if pool.gpu_model and pool.gpu_model != request.gpu_model:
+        raise RenderError(
+            f"Pool {pool.name} has {pool.gpu_model} GPUs but the request was placed on {request.gpu_model}; "
+            "re-run placement."
+        )
+    if not pool.gpu_model and pool.gpu_product and pool.gpu_product != request.gpu_product:
         raise RenderError(
             f"Pool {pool.name} has {pool.gpu_product} GPUs but the request was placed on {request.gpu_product}; "
             "re-run placement."
         )
     if request.strategy == "mig" and not request.mig_profile:
         raise RenderError("A MIG request needs a MIG profile (e.g. 1g.18gb); the decision carries none.")
+    if request.strategy == MPS and ctx.cluster.scheduling_model == "dra" and not ctx.cluster.dra_mps_support:
+        raise RenderError(
+            f"Cluster {ctx.cluster.name} does not declare the NVIDIA DRA driver's MPSSupport feature gate (alpha, off "
+            "by default): the driver would refuse the claim's MPS config. Turn the gate on and declare it on the "
+            "cluster, or place the request on a device-plugin MPS pool."
+        )
+    if request.strategy == MPS and ctx.cluster.scheduling_model != "dra" and request.gpus_per_replica != 1:
+        raise RenderError(
+            f"An MPS pod asks for one share; this request asks for {request.gpus_per_replica} per replica. The device "
+            "plugin fails MPS requests for more than one share (failRequestsGreaterThanOne defaults to true for MPS)."
+        )
+
+
+def _product(ctx: RenderContext) -> str:
+    """The product label to pin: the SKU the pool's nodes carry (an H200 NVL node says NVIDIA-H200-NVL, never the
+    model's first SKU NVIDIA-H200), else the request's."""
+    return ctx.cluster.pool.gpu_product or ctx.request.gpu_product
 
 
 def build_toleration(taint: dict) -> dict:
@@ -107,13 +135,13 @@ def merge_selector(*selectors: dict[str, str], where: str) -> dict[str, str]:
 
 def _device_plugin(ctx: RenderContext) -> GpuPlacement:
     request, pool = ctx.request, ctx.cluster.pool
-    product = request.gpu_product
+    product = _product(ctx)
     if request.strategy == "whole_gpu":
         resource, labels = GPU, {}
     elif request.strategy == "mig":
         resource, labels, product = _mig_device_plugin(ctx)
     else:
-        resource, labels, product = _time_slicing_device_plugin(ctx)
+        resource, labels, product = _shared_device_plugin(ctx)
     if product and LABEL_VALUE.match(product) and len(product) <= 63:
         labels[PRODUCT_LABEL] = product
     count = str(int(request.gpus_per_replica))
@@ -132,7 +160,7 @@ def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | N
         raise RenderError(f"{request.mig_profile!r} is not a MIG profile name (expected e.g. 1g.18gb).") from exc
     if pool.mig_strategy == "mixed":
         # One resource per profile; '+me' becomes '.me' (MigProfileSpec.resource_name).
-        return profile.resource_name, {MIG_STRATEGY_LABEL: "mixed"}, request.gpu_product
+        return profile.resource_name, {MIG_STRATEGY_LABEL: "mixed"}, _product(ctx)
     if pool.mig_strategy == "single":
         if not pool.mig_layout:
             raise RenderError(
@@ -142,21 +170,22 @@ def _mig_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str | N
         labels = {MIG_STRATEGY_LABEL: "single", MIG_CONFIG_LABEL: pool.mig_layout}
         # GFD renames the product to <product>-MIG-<profile> under 'single'; attribute profiles ('+me') have no
         # documented label form, so they rely on the layout pin alone.
-        product = None if "+" in profile.name else f"{request.gpu_product}-MIG-{profile.name}"
+        product = None if "+" in profile.name else f"{_product(ctx)}-MIG-{profile.name}"
         return GPU, labels, product
     raise RenderError(f"Pool {pool.name} has MIG strategy {pool.mig_strategy!r}; expected 'mixed' or 'single'.")
 
 
-def _time_slicing_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]:
+def _shared_device_plugin(ctx: RenderContext) -> tuple[str, dict[str, str], str]:
+    """Time-slicing or MPS: replicas of whole GPUs, named and labelled the same way by both."""
     request, pool = ctx.request, ctx.cluster.pool
-    labels = {SHARING_STRATEGY_LABEL: "time-slicing"}
+    labels = {SHARING_STRATEGY_LABEL: GFD_SHARING_STRATEGY[request.strategy]}
     if pool.device_plugin_config:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.device_plugin_config
     if pool.time_slicing_renamed:
-        return GPU_SHARED, labels, request.gpu_product
+        return GPU_SHARED, labels, _product(ctx)
     # Without renameByDefault the replicas keep the name nvidia.com/gpu and GFD suffixes the product "-SHARED",
     # which is also what keeps this pod off exclusive nodes advertising the same resource name.
-    return GPU, labels, f"{request.gpu_product}-SHARED"
+    return GPU, labels, f"{_product(ctx)}-SHARED"
 
 
 # --- DRA -------------------------------------------------------------------------------------------------------
@@ -170,7 +199,8 @@ def cel_string(value: str) -> str:
 def device_selectors(ctx: RenderContext) -> list[dict]:
     """CEL selectors of the claim's request: product, MIG profile, driver floor."""
     request = ctx.request
-    expressions = [f"{ATTR}.productName == {cel_string(request.dra_product_name)}"]
+    product_name = ctx.cluster.pool.dra_product_name or request.dra_product_name
+    expressions = [f"{ATTR}.productName == {cel_string(product_name)}"]
     if request.strategy == "mig":
         expressions.append(f"{ATTR}.profile == {cel_string(request.mig_profile)}")
     if request.driver_min_major:
@@ -207,17 +237,13 @@ DRA_DRIVER_FEATURE_GATES = (
 TIME_SLICING_GATE = "TimeSlicingSettings"  # alpha, off by default
 
 
-def build_time_slicing_config() -> dict:
-    """The NVIDIA DRA driver's opaque sharing config (v0.4.1 `api/nvidia.com/resource/v1beta1/sharing.go`)."""
+
+def _gpu_config(sharing: dict) -> dict:
     return {
         "requests": [CLAIM_NAME],
         "opaque": {
             "driver": DRA_DRIVER,
-            "parameters": {
-                "apiVersion": "resource.nvidia.com/v1beta1",
-                "kind": "GpuConfig",
-                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}},
-            },
+            "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": sharing},
         },
     }
 
@@ -231,16 +257,40 @@ def wants_time_slicing_config(ctx: RenderContext) -> bool:
     """Only where the driver accepts it, and not on workloads Kueue admits: its DRA integration does not support
     per-request `config` (kueue v0.19.2 site/content/en/docs/concepts/dynamic_resource_allocation.md, "Limitations")."""
     return (
-        ctx.request.strategy == "time_slicing"
+        ctx.request.strategy == TIME_SLICING
         and TIME_SLICING_GATE in ctx.cluster.dra_feature_gates
         and not kueue_managed(ctx)
     )
+
+
+def wants_mps_config(ctx: RenderContext) -> bool:
+    """MPS settings only where the driver runs its MPSSupport gate, and not on workloads Kueue admits (no `config`)."""
+    return ctx.request.strategy == MPS and ctx.cluster.dra_mps_support and not kueue_managed(ctx)
+
+
+def build_time_slicing_config() -> dict:
+    """The NVIDIA DRA driver's opaque sharing config (needs its TimeSlicingSettings feature gate)."""
+    return _gpu_config({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}})
+
+
+def build_mps_config(ctx: RenderContext) -> dict:
+    """MPS through the NVIDIA DRA driver (its MPSSupport gate): each client gets 1/replicas of the threads and of the
+    device memory, as the device plugin's MPS daemon gives it. Field names from dra-driver-nvidia-gpu v0.4.1
+    `api/nvidia.com/resource/v1beta1/sharing.go` (`MpsConfig`)."""
+    pool = ctx.cluster.pool
+    replicas = max(int(pool.time_slicing_replicas or 1), 1)
+    mps: dict = {"defaultActiveThreadPercentage": max(100 // replicas, 1)}
+    if pool.gpu_memory_mib:
+        mps["defaultPinnedDeviceMemoryLimit"] = f"{pool.gpu_memory_mib // replicas}Mi"
+    return _gpu_config({"strategy": "MPS", "mpsConfig": mps})
 
 
 def build_claim_spec(ctx: RenderContext) -> dict:
     devices = {"requests": [build_device_request(ctx)]}
     if wants_time_slicing_config(ctx):
         devices["config"] = [build_time_slicing_config()]
+    elif wants_mps_config(ctx):
+        devices["config"] = [build_mps_config(ctx)]
     return {"devices": devices}
 
 

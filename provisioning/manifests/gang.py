@@ -17,6 +17,15 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
 - native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
   `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
   PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`. 1.34 has no native gang.
+
+Pods that need no gang (inference, development, one-replica training) on a cluster whose GPU nodes Volcano or
+KAI schedule use that scheduler too (`scheduler_wiring`): two schedulers handing out the same GPUs race, and
+kubelet rejects the pod that lost (volcano-sh/volcano#993). They join the team's queue as each scheduler reads
+it for pods it groups itself: Volcano's PodGroup controller takes `spec.queue` from the pod annotation
+`scheduling.volcano.sh/queue-name` (volcano v1.15.1 `pkg/controllers/podgroup/pg_controller_handler.go`,
+`buildPodGroupFromPod`); KAI's pod-grouper from the `kai.scheduler/queue` label of the top owner, else the pod
+(KAI v0.17.0 `pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go`, `CalcPodGroupQueue`).
+Kueue and the native Workload API work with the default scheduler, so nothing changes there.
 """
 
 from __future__ import annotations
@@ -33,10 +42,12 @@ BACKENDS = ("volcano", "kai", "kueue", "native")
 POD_GROUP_TEMPLATE = "workers"  # the one pod group of a training Job (native API)
 
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SCHEDULER_NAMES = {"volcano": "volcano", "kai": "kai-scheduler"}
 
 
 @dataclass
@@ -58,6 +69,20 @@ def gang_wiring(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> G
     _check_gang(ctx)
     builder = {"volcano": _volcano, "kai": _kai, "kueue": _kueue, "native": _native}[gang.backend]
     return builder(ctx, job_name, placement)
+
+
+def scheduler_wiring(ctx: RenderContext) -> GangWiring | None:
+    """Marks for a pod without a gang on a cluster whose GPU nodes a gang scheduler owns (module doc); None when
+    the default scheduler places it."""
+    backend = ctx.cluster.gang_scheduler
+    if backend not in SCHEDULER_NAMES or not ctx.cluster.gang_scheduler_owns_gpu_nodes:
+        return None
+    queue = team_queue_name(ctx.request.team)
+    if backend == "volcano":
+        return GangWiring(pod_annotations={VOLCANO_QUEUE_ANNOTATION: queue},
+                          pod_spec={"schedulerName": SCHEDULER_NAMES[backend]})
+    return GangWiring(job_labels={KAI_QUEUE_LABEL: queue}, pod_labels={KAI_QUEUE_LABEL: queue},
+                      pod_spec={"schedulerName": SCHEDULER_NAMES[backend]})
 
 
 def _check_gang(ctx: RenderContext) -> None:
@@ -105,7 +130,7 @@ def _volcano(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> Gang
     return GangWiring(
         objects=[build_volcano_pod_group(ctx, job_name, placement)],
         pod_annotations={VOLCANO_GROUP_ANNOTATION: job_name},
-        pod_spec={"schedulerName": "volcano"},
+        pod_spec={"schedulerName": SCHEDULER_NAMES["volcano"]},
     )
 
 
@@ -129,7 +154,7 @@ def _kai(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiri
         job_annotations={KAI_SKIP_PODGROUPER: "true"},
         pod_labels={KAI_QUEUE_LABEL: queue},
         pod_annotations={KAI_GROUP_ANNOTATION: job_name, KAI_SKIP_PODGROUPER: "true"},
-        pod_spec={"schedulerName": "kai-scheduler"},
+        pod_spec={"schedulerName": SCHEDULER_NAMES["kai"]},
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .context import RenderContext, make_context
 from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
-from .gang import gang_wiring
+from .gang import gang_wiring, scheduler_wiring
 from .names import child_name, service_name
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
@@ -32,7 +32,7 @@ from .workloads import (
 def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
     job_name = ctx.base
     headless = service_name(ctx.base)
-    gang = gang_wiring(ctx, job_name, placement)
+    gang = gang_wiring(ctx, job_name, placement) or scheduler_wiring(ctx)
     container = build_container(
         ctx,
         placement,
@@ -56,7 +56,7 @@ def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]
         ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         readiness=build_inference_readiness_probe(),
     )
-    template = build_pod_template(ctx, placement, container, restart_policy="Always")
+    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=scheduler_wiring(ctx))
     return [
         *placement.objects,
         build_service(ctx, service_name(ctx.base)),
@@ -73,7 +73,7 @@ def _render_development(ctx: RenderContext, placement: GpuPlacement) -> list[dic
             "Ask for one replica, or use the inference or training class."
         )
     container = build_container(ctx, placement)
-    template = build_pod_template(ctx, placement, container, restart_policy="Always")
+    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=scheduler_wiring(ctx))
     # Recreate: the old pod must release its GPU before the new one can get it.
     return [*placement.objects, build_deployment(ctx, ctx.base, template, replicas=1, rolling=False)]
 

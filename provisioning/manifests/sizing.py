@@ -8,6 +8,7 @@ so eight such shares leave room for the system and the operators). Other devices
 | whole_gpu     | 8 cores, 64 Gi                          | a data loader and host staging buffers per GPU |
 | mig           | 1 core, 8 Gi per compute slice (1g..7g) | a 7g slice is a whole GPU; a 1g slice a seventh (rounded up) |
 | time_slicing  | 2 cores, 16 Gi                          | a quarter: pools typically advertise 4 replicas per GPU |
+| mps           | 2 cores, 16 Gi                          | as time-slicing: a share of one GPU |
 
 Multiplied by the devices per replica. Memory is requested and limited at the same value (a replica that
 outgrows it is OOM-killed rather than starving its neighbours); CPU has no limit (throttling the processes
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from provisioning.catalogue import PROFILE_RE
+from provisioning.vocabulary import REPLICATED
 
 from .spec import RequestSpec
 
@@ -48,7 +50,7 @@ def host_resources(request: RequestSpec) -> HostResources:
     if request.strategy == "mig":
         slices = _compute_slices(request.mig_profile)
         cpu, memory = PER_COMPUTE_SLICE_CPU * slices, PER_COMPUTE_SLICE_MEMORY_GI * slices
-    elif request.strategy == "time_slicing":
+    elif request.strategy in REPLICATED:
         cpu, memory = TIME_SLICE_CPU, TIME_SLICE_MEMORY_GI
     else:
         cpu, memory = WHOLE_GPU_CPU, WHOLE_GPU_MEMORY_GI

@@ -37,7 +37,7 @@ class RequestSpec:
     replicas: int
     gpus_per_replica: int
     gpu_memory_gb: float  # per replica, from the answers
-    strategy: str  # whole_gpu | mig | time_slicing
+    strategy: str  # whole_gpu | mig | time_slicing | mps (provisioning.vocabulary)
     gpu_model: str  # catalogue key, e.g. H200-141GB
     gpu_product: str  # GFD label value, e.g. NVIDIA-H200
     dra_product_name: str  # NVML name, e.g. "NVIDIA H200"
@@ -54,12 +54,12 @@ class RequestSpec:
 @dataclass(frozen=True)
 class PoolProfile:
     name: str
-    gpu_product: str
-    sharing_mode: str  # exclusive | mig | time_slicing
+    gpu_product: str  # the SKU's nvidia.com/gpu.product its nodes carry (e.g. NVIDIA-H200-NVL)
+    sharing_mode: str  # exclusive | mig | time_slicing | mps
     mig_strategy: str = "mixed"  # mixed | single
     mig_layout: str = ""  # nvidia.com/mig.config value
-    time_slicing_replicas: int | None = None
-    time_slicing_renamed: bool = True  # renameByDefault: nvidia.com/gpu.shared
+    time_slicing_replicas: int | None = None  # replicas per GPU of a time-sliced or MPS pool
+    time_slicing_renamed: bool = True  # renameByDefault: nvidia.com/gpu.shared (time-slicing and MPS alike)
     device_plugin_config: str = ""  # nvidia.com/device-plugin.config value
     node_selector: dict[str, str] = field(default_factory=dict)
     taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
@@ -67,6 +67,9 @@ class PoolProfile:
     # Do the pool's nodes carry GFD's nvidia.com/cuda.driver-version.major? None: not known (never synced). DRA-only
     # nodes may run no GFD at all (reference, corrections box item 5), so only a True lets a DRA pod use the label.
     driver_major_label: bool | None = None
+    gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
+    gpu_model: str = ""  # catalogue key; when set, the request's model is checked against it (not the SKU)
+    dra_product_name: str = ""  # NVML name the pool's DRA devices publish; "" = the request's model's first SKU
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ class ClusterProfile:
     gang_scheduler: str  # volcano | kai | kueue | native | none
     pool: PoolProfile
     gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
+    dra_mps_support: bool = False  # the NVIDIA DRA driver runs with its MPSSupport feature gate
+    # Volcano / KAI schedule every pod on the GPU nodes: non-gang pods use that scheduler too.
+    gang_scheduler_owns_gpu_nodes: bool = True
     label_domain: str = "gpu-portal.io"
     # NVIDIA DRA driver feature gates the platform declares on (Helm `featureGates`), e.g. ("TimeSlicingSettings",).
     dra_feature_gates: tuple[str, ...] = ()

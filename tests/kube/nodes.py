@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from provisioning.catalogue import load_catalogue
+from provisioning.catalogue import load_catalogue, sanitise_product
 
 KUBELET = "v1.35.2"
 H100_CLIQUE = "7b968a6d-0c2e-4b1a-9c51-2f0e8d1b7e11.1"
@@ -74,9 +74,11 @@ def gpu_node(
     pool: str | None = None,
     cpu: str = "224",
     memory: str = "2063425Mi",
+    sku: str | None = None,
 ) -> dict[str, Any]:
     """A node with GFD labels for `gpus` GPUs of a catalogue model. `gpu_resources` are the NVIDIA extended
-    resources it advertises (default: `nvidia.com/gpu: gpus`)."""
+    resources it advertises (default: `nvidia.com/gpu: gpus`); `sku` the NVML name of another card of that model
+    (default: its first SKU), labelled as GFD sanitises it."""
     spec = load_catalogue().model(model)
     info = _MODEL_LABELS[model]
     labels = {
@@ -90,7 +92,7 @@ def gpu_node(
         "nvidia.com/gpu.deploy.device-plugin": "true",
         "nvidia.com/gpu.deploy.gpu-feature-discovery": "true",
         "nvidia.com/gpu.deploy.dcgm-exporter": "true",
-        "nvidia.com/gpu.product": spec.product,
+        "nvidia.com/gpu.product": sanitise_product(sku) if sku else spec.product,
         "nvidia.com/gpu.count": str(gpus),
         "nvidia.com/gpu.memory": str(spec.memory_mib),
         "nvidia.com/gpu.family": info["family"],
@@ -193,6 +195,35 @@ def l40s_shared_node(name: str, *, replicas: int = 4, pool: str | None = "l40s-s
                     gpu_resources={"nvidia.com/gpu.shared": 4 * replicas}, taints=kwargs.pop("taints", []), **kwargs)
 
 
+def mps_node(name: str, *, model: str = "H100-80GB", gpus: int = 8, replicas: int = 4, renamed: bool = True,
+             pool: str | None = None, driver: str = "570.124.06", **kwargs: Any) -> dict[str, Any]:
+    """GPUs shared through CUDA MPS `replicas` ways, labelled as GFD labels them (k8s-device-plugin v0.20.0
+    `internal/lm/resource.go`, `internal/lm/nvml.go`): sharing-strategy `mps`, `mps.capable=true`, the replicas
+    per GPU, and without renameByDefault the `-SHARED` product suffix and `nvidia.com/gpu` as the resource."""
+    product = load_catalogue().model(model).product
+    labels = {"nvidia.com/gpu.replicas": str(replicas), "nvidia.com/gpu.sharing-strategy": "mps",
+              "nvidia.com/mps.capable": "true", "nvidia.com/device-plugin.config": f"mps-{replicas}",
+              "nvidia.com/gpu.product": product if renamed else f"{product}-SHARED"}
+    if load_catalogue().model(model).mig:
+        labels |= {"nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success"}
+    labels |= kwargs.pop("extra_labels", {})
+    resource = "nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu"
+    return gpu_node(name, model=model, gpus=gpus, driver=driver, pool=pool, extra_labels=labels,
+                    gpu_resources={resource: gpus * replicas}, taints=kwargs.pop("taints", []), **kwargs)
+
+
+def h200_nvl_node(name: str, *, pool: str | None = None, gpus: int = 4, **kwargs: Any) -> dict[str, Any]:
+    """4 x H200 NVL (PCIe, 141 GB): the H200-141GB model under another NVML name, `NVIDIA-H200-NVL`."""
+    return gpu_node(name, model="H200-141GB", gpus=gpus, pool=pool, sku="NVIDIA H200 NVL",
+                    taints=kwargs.pop("taints", []), **kwargs)
+
+
+def h100_pcie_node(name: str, *, pool: str | None = None, gpus: int = 8, **kwargs: Any) -> dict[str, Any]:
+    """8 x H100 PCIe (80 GB): the H100-80GB model under another NVML name, `NVIDIA-H100-PCIe`."""
+    return gpu_node(name, model="H100-80GB", gpus=gpus, pool=pool, sku="NVIDIA H100 PCIe",
+                    taints=kwargs.pop("taints", []), **kwargs)
+
+
 def b200_dra_node(name: str, *, pool: str | None = "b200-train", driver: str = "580.65.06", clique: str = B200_CLIQUE,
                   **kwargs: Any) -> dict[str, Any]:
     """8 x B200 handed out by the NVIDIA DRA driver: GFD labels, but no nvidia.com/gpu extended resource."""
@@ -221,7 +252,7 @@ _COMPUTE_CAPABILITY = {"hopper": "9.0.0", "ampere": "8.0.0", "ada-lovelace": "8.
 
 
 def resource_slice(node: str, *, model: str = "B200-180GB", gpus: int = 8, driver: str = "580.65.06",
-                   generation: int = 1, mig: dict[str, int] | None = None) -> dict[str, Any]:
+                   generation: int = 1, mig: dict[str, int] | None = None, sku: str | None = None) -> dict[str, Any]:
     """The NVIDIA DRA GPU plugin's ResourceSlice for one node: `gpus` whole GPUs (or, with `mig`, MIG devices of
     those profiles per GPU), shaped as dra-driver-nvidia-gpu v0.4.1 publishes them
     (cmd/gpu-kubelet-plugin/deviceinfo.go, mig.go): attributes under the driver's domain written bare, full GPUs
@@ -233,7 +264,7 @@ def resource_slice(node: str, *, model: str = "B200-180GB", gpus: int = 8, drive
     for index in range(gpus):
         gpu_uuid = f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}-{index}')}"
         common = {
-            "productName": {"string": spec.dra_product_name},
+            "productName": {"string": sku or spec.dra_product_name},
             "brand": {"string": "Nvidia"},
             "architecture": {"string": "Ada Lovelace" if family == "ada-lovelace" else family.capitalize()},
             "cudaComputeCapability": {"version": _COMPUTE_CAPABILITY[family]},

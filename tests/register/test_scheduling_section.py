@@ -152,7 +152,10 @@ def test_migration_preview_re_renders_live_requests_for_dra_without_writing(inve
     assert row["added"] == [f"ResourceClaimTemplate/gpu-team-a/{name}-gpu"] and row["removed"] == []
     [deployment] = row["changed"]
     assert deployment["object"] == f"Deployment/gpu-team-a/{name}"
+    ready = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/mig.config.state", "operator": "In", "values": ["success"]}]}]}}}
     assert [(c["path"], c["change"], c["before"], c["after"]) for c in deployment["changes"]] == [
+        ("$.spec.template.spec.affinity", "removed", ready, None),  # DRA pods need no mig-manager label
         ("$.spec.template.spec.containers[0].resources.claims", "added", None, [{"name": "gpu"}]),
         ("$.spec.template.spec.containers[0].resources.limits['nvidia.com/mig-1g.18gb']", "removed", "1", None),
         ("$.spec.template.spec.nodeSelector['nvidia.com/gpu.product']", "removed", "NVIDIA-H200", None),

@@ -144,3 +144,19 @@ def test_no_policy_in_force_is_one_inherited_item(inventory):
     section = build_section(sharing)
     assert [(i["subject"], i["verdict"], i["state"]) for i in section["items"]] == [
         ("routing policy", "inherited", "no policy version is in force")]
+
+
+def test_a_signed_off_route_to_mps_is_listed_in_words(inventory, platform_user):
+    draft = policy_version_draft_create(user=platform_user, notes="notebooks on MPS")
+    Rule.objects.filter(version=draft, key="development-standard").update(
+        outcome={"strategy": "mps", "fallback_strategy": "time_slicing", "auto_approve": True})
+    Rule.objects.filter(version=draft, key="regulated-never-time-sliced").update(
+        outcome={"forbid_strategies": ["time_slicing", "mps"], "replace_with": "mig"})
+    policy_version_sign_off(user=platform_user, version_id=draft.pk, reviewed_digest=policy_version_diff(version=draft).digest)
+
+    section = build_section(sharing)
+
+    assert item(section, "route development-standard")["state"] == (
+        "development, standard -> MPS GPU share (else time-sliced GPU share, approved automatically)")
+    assert item(section, "guardrail regulated-never-time-sliced")["state"] == (
+        "guardrail on regulated: never time-sliced GPU share, MPS GPU share (MIG slice instead)")

@@ -69,8 +69,20 @@ POOLS = {
             time_slicing_renamed=False,
         ),
     ),
+    "mps": (
+        "mps",
+        PoolProfile(
+            name="h200-mps",
+            gpu_product="NVIDIA-H200",
+            sharing_mode="mps",
+            time_slicing_replicas=4,
+            time_slicing_renamed=True,
+            device_plugin_config="mps-4",
+            gpu_memory_mib=143771,
+        ),
+    ),
 }
-EQUIVALENTS = {"whole_gpu": "1", "mig": "0.142857", "time_slicing": "0.25"}
+EQUIVALENTS = {"whole_gpu": "1", "mig": "0.142857", "time_slicing": "0.25", "mps": "0.25"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,7 @@ def make_pool(strategy_variant: str, variant: str) -> tuple[str, PoolProfile]:
 
 
 def make_request(strategy: str, shape: str, backend: str, variant: str, request_id: int = 1) -> RequestSpec:
-    devices = 1 if strategy == "time_slicing" else 2
+    devices = 1 if strategy in ("time_slicing", "mps") else 2
     replicas = {"training_gang": 4, "training_single": 1, "inference": 2, "development": 1}[shape]
     workload_class = shape.split("_")[0]
     gang = GangSpec(min_members=replicas, backend=backend) if shape == "training_gang" else None
@@ -155,6 +167,7 @@ def cases() -> list[Case]:
             gang_scheduler=backend,
             pool=pool,
             gang_queue="research" if backend in ("kai", "volcano") else "",
+            dra_mps_support=True,
             label_domain="gpu-portal.example.com",
             ingress_controller=None if variant == "plain" else INGRESS_CONTROLLER,
             metrics_scraper=None if variant == "plain" else METRICS_SCRAPER,

@@ -14,18 +14,18 @@ from .matrix import cases, expected_object_count
 CASES = cases()
 CASE_IDS = [case.id for case in CASES]
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
-# 5 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 4 isolation variants = 3200 cases, of
-# which 5*2*4 (backend none) * 4 versions + 5*2*4 (native on 1.34) = 200 training-gang cases must be refused.
-EXPECTED_CASES = 3200
-EXPECTED_REFUSALS = 200
-# Objects validated, by hand: the 5 strategy variants x 4 isolation variants do not change counts (x20).
+# 6 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 4 isolation variants = 3840 cases, of
+# which 6*2*4 (backend none) * 4 versions + 6*2*4 (native on 1.34) = 240 training-gang cases must be refused.
+EXPECTED_CASES = 3840
+EXPECTED_REFUSALS = 240
+# Objects validated, by hand: the 6 strategy variants x 4 isolation variants do not change counts (x24).
 # Per (backend, version), the three non-gang shapes give 6T + 15 objects over both models (T = team objects:
 # 3 with a queue for volcano/kai/kueue, else 2; +1 ResourceClaim(Template) under DRA): 153 per version, 612.
 # Gang training: volcano 52, kai 52, kueue 44, native 11 (1.35) + 13 (1.36) + 13 (1.37) = 185.
-# (612 + 185) x 20 = 15940 before NetworkPolicies. Every rendered case adds a default-deny-ingress policy (3000)
-# and the three isolation variants other than "plain" declare an ingress controller, adding its policy (3 x 750).
-# 15940 + 3000 + 2250 = 21190.
-EXPECTED_VALIDATED = 21190
+# (612 + 185) x 24 = 19128 before NetworkPolicies. Every rendered case (3840 - 240 = 3600) adds a
+# default-deny-ingress policy, and the three isolation variants other than "plain" declare an ingress controller,
+# adding its policy (3 x 900). 19128 + 3600 + 2700 = 25428.
+EXPECTED_VALIDATED = 25428
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,32 @@
+"""The sharing vocabulary, defined once and free of Django: request strategies, the pool sharing modes that serve
+them, and how GFD and the NVIDIA device plugin name the shared ones. `provisioning.choices` (TextChoices), the
+decision function, the renderer, discovery, policy validation and metering all read these names.
+
+MPS is its own mode, not a kind of time-slicing (NVIDIA/k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`:
+`sharing.mps` beside `sharing.timeSlicing`; GFD writes `nvidia.com/gpu.sharing-strategy=mps`): the MPS control
+daemon caps each client at an equal share of the GPU's memory and compute, time-slicing caps nothing.
+"""
+from __future__ import annotations
+
+WHOLE_GPU, MIG, TIME_SLICING, MPS = "whole_gpu", "mig", "time_slicing", "mps"
+STRATEGIES = (WHOLE_GPU, MIG, TIME_SLICING, MPS)
+
+EXCLUSIVE = "exclusive"
+SHARING_MODES = (EXCLUSIVE, MIG, TIME_SLICING, MPS)
+SHARING_MODE_FOR_STRATEGY = {WHOLE_GPU: EXCLUSIVE, MIG: MIG, TIME_SLICING: TIME_SLICING, MPS: MPS}
+STRATEGY_FOR_SHARING_MODE = {mode: strategy for strategy, mode in SHARING_MODE_FOR_STRATEGY.items()}
+
+# Modes in which the device plugin advertises each GPU `replicas` times: a share is 1/replicas of a GPU.
+REPLICATED = frozenset({TIME_SLICING, MPS})
+
+# `nvidia.com/gpu.sharing-strategy` values GFD writes (k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`).
+GFD_SHARING_STRATEGY = {TIME_SLICING: "time-slicing", MPS: "mps"}
+MODE_FOR_GFD_SHARING_STRATEGY = {label: mode for mode, label in GFD_SHARING_STRATEGY.items()}
+
+# Memory isolation each strategy gives (intake.choices.MemoryIsolation values).
+MEMORY_ISOLATION = {WHOLE_GPU: "exclusive", MIG: "hardware", TIME_SLICING: "none", MPS: "limited"}
+
+# Words people read: "a <words>" in decisions and reasons, the adjective in quota and capacity messages.
+STRATEGY_WORDS = {WHOLE_GPU: "whole GPU", MIG: "MIG slice", TIME_SLICING: "time-sliced GPU share", MPS: "MPS GPU share"}
+STRATEGY_ADJECTIVES = {WHOLE_GPU: "whole-GPU", MIG: "MIG", TIME_SLICING: "time-sliced", MPS: "MPS"}
+SHARE_UNITS = {TIME_SLICING: "time-sliced share", MPS: "MPS share"}
