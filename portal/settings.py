@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's assets served by us, not fetched from a CDN
     "django_htmx",
+    "axes",  # failed sign-ins and lockouts (portal.signin)
     "portal",
     "intake",
     "provisioning",
@@ -61,6 +62,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into portal.signin's 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -167,9 +170,24 @@ SPECTACULAR_SETTINGS = {
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
 PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
-# Failed sign-ins allowed per username and address before a lockout of PORTAL_LOGIN_LOCKOUT_SECONDS.
+# --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
+# Failed password sign-ins allowed per username and client address (portal login, admin login) before further
+# attempts are refused, until PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure.
 PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
+# Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
+PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = "portal.signin.failure_limit"
+AXES_COOLOFF_TIME = "portal.signin.cool_off"
+# One username from one address: an attacker elsewhere cannot lock a colleague out, nor one user a whole office.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "portal.signin.client_address"
+AXES_USERNAME_CALLABLE = "portal.signin.username_of"
+AXES_WHITELIST_CALLABLE = "portal.signin.not_a_password_attempt"
+AXES_LOCKOUT_CALLABLE = "portal.signin.lockout_response"
+# --- end sign-in protection ---
 
 # Celery: work is dispatched after commit and acknowledged late, so a killed worker's task is redelivered.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
@@ -306,7 +324,12 @@ OIDC_ROLE_GROUPS = os.environ.get("OIDC_ROLE_GROUPS", "platform=gpu-platform,fin
 # Groups named <prefix><team slug> make the user a member of that (existing) team.
 OIDC_TEAM_GROUP_PREFIX = os.environ.get("OIDC_TEAM_GROUP_PREFIX", "gpu-team-")
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTHORIZATION_ENDPOINT))
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "portal.oidc.PortalOIDCBackend"]
+# portal.signin's gate first: a locked-out username and address never reach the password check.
+AUTHENTICATION_BACKENDS = [
+    "portal.signin.SignInBackend",
+    "django.contrib.auth.backends.ModelBackend",
+    "portal.oidc.PortalOIDCBackend",
+]
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # --- end of identity settings ------------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from . import health, metrics, oidc
 from .api.exceptions import api_not_found
 from .api.views import MeView
-from .auth import ThrottledLoginView
 
 api_v1 = [
     path("me/", MeView.as_view(), name="me"),
@@ -22,7 +21,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", oidc.LoginView.as_view(), name="login"),
     path("oidc/", include(oidc.urlpatterns)),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", include(api_v1)),
