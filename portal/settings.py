@@ -170,6 +170,8 @@ SPECTACULAR_SETTINGS = {
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
 PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
+# Where the rate counters live (portal.api.throttling counts atomically in Redis): the cache's Redis by default.
+PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])
 # --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
 # Failed password sign-ins allowed per username and client address (portal login, admin login) before further
 # attempts are refused, until PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure.
