@@ -6,7 +6,13 @@ class PortalConfig(AppConfig):
     verbose_name = "Teams and people"
 
     def ready(self):
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import pre_save
+
         from .metrics import register
         from .metrics_portal import worker_heartbeat
+        from .services import token_guard_password_change
 
         register("portal.worker_heartbeat", worker_heartbeat)
+        pre_save.connect(token_guard_password_change, sender=get_user_model(),
+                         dispatch_uid="portal.token_guard_password_change")

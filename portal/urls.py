@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import health, metrics, oidc
+from . import health, metrics, oidc, views
 from .api.exceptions import api_not_found
 from .api.views import MeView
 
@@ -24,6 +24,8 @@ urlpatterns = [
     path("accounts/login/", oidc.LoginView.as_view(), name="login"),
     path("oidc/", include(oidc.urlpatterns)),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/tokens/", views.token_list, name="tokens"),
+    path("accounts/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -9,7 +9,7 @@ from django.core.cache import cache
 
 from tests.factories import make_user
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 LIMIT = 40
 REQUESTS = 160
