@@ -65,6 +65,13 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# Content-Security-Policy of every response (portal.middleware; docs/security.md). Empty: no header.
+PORTAL_CONTENT_SECURITY_POLICY = os.environ.get(
+    "PORTAL_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'",
+)
 ROOT_URLCONF = "portal.urls"
 # Largest request body accepted (bytes); an answers object is a few kilobytes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024)))
@@ -293,6 +300,8 @@ if not DEBUG:
 MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
 # Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
 MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
+# Before the probes, so that every response carries the Content-Security-Policy.
+MIDDLEWARE.insert(1, "portal.middleware.ContentSecurityPolicyMiddleware")
 # /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
