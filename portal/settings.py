@@ -1,7 +1,8 @@
 """Settings for the GPU Golden Path Portal, read from the environment.
 
-Every value has a safe local default so that the quickstart works on a fresh machine; production sets
-SECRET_KEY, DEBUG=false, ALLOWED_HOSTS, DATABASE_URL and REDIS_URL explicitly.
+Defaults are production's: DEBUG is off unless DEBUG=true (the quickstart scripts, scripts/demo and
+scripts/test, set it), and then SECRET_KEY must be set. A deployment also sets ALLOWED_HOSTS, DATABASE_URL and
+REDIS_URL. docs/security.md lists what holds by code and what by configuration.
 """
 import os
 from pathlib import Path
@@ -22,7 +23,7 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 # The fallback key is only accepted while DEBUG is on; production must provide its own.
 SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if DEBUG else "")
 if not SECRET_KEY:
