@@ -21,7 +21,7 @@ RUN SECRET_KEY=collectstatic-only DEBUG=false STATIC_ROOT=/src/staticfiles \
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH \
     DJANGO_SETTINGS_MODULE=portal.settings STATIC_ROOT=/app/staticfiles \
-    PORTAL_DATA_DIR=/var/lib/gpu-portal HOME=/tmp LOG_FORMAT=json
+    PORTAL_DATA_DIR=/var/lib/gpu-portal HOME=/tmp LOG_FORMAT=json DEBUG=false
 # git: the GitOps applier commits rendered manifests. Nothing else is installed.
 RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 portal \

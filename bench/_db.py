@@ -40,6 +40,7 @@ def setup_django() -> None:
     recreate_database()
     os.environ["DATABASE_URL"] = bench_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    os.environ.setdefault("DEBUG", "true")  # a local benchmark: development mode, explicitly (settings default to production)
     sys.path.insert(0, str(ROOT))
     import django
     from django.core.management import call_command

@@ -42,7 +42,7 @@ def build_requests():
     for spec in CLUSTERS:
         spec = dict(spec)
         cluster_declare(pools=spec.pop("pools"), **spec)
-    user, _, _ = user_upsert(username="bench", role="platform")
+    user, _ = user_upsert(username="bench", role="platform")
     policy = PolicyVersion.objects.get(status="active")
     kinds = [("whole_gpu", "H100-80GB", None, "h100-train", 8), ("mig", "H200-141GB", "1g.18gb", "h200-mig", 1),
              ("mig", "A100-80GB", "1g.10gb", "a100-mig-small", 1), ("time_slicing", "L40S-48GB", None, "l40s-shared", 1)]

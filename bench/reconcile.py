@@ -67,6 +67,7 @@ def setup_django() -> None:
     os.environ.update({
         "DATABASE_URL": url,
         "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DEBUG": os.environ.get("DEBUG", "true"),  # a local benchmark: development mode, explicitly
         "CELERY_TASK_ALWAYS_EAGER": "true",  # notices are delivered in-process, to the in-memory mail box
         "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
         "LOG_LEVEL": "WARNING",

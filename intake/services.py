@@ -42,9 +42,15 @@ class AnswersError(InvalidInput):
         return {"answers": self.errors}
 
 
+def request_rights_denied(team_slug: str) -> PermissionDenied:
+    """The one answer for a team the user may not request for and for a team that does not exist: anything that
+    told them apart would let anyone list the team slugs."""
+    return PermissionDenied(f"You cannot request GPUs for team {team_slug}: you are not an engineer in it.")
+
+
 def _require_request_rights(*, user, team: Team) -> None:
     if not team_can_request_for(user=user, team=team):
-        raise PermissionDenied(f"You cannot request GPUs for team {team.slug}: you are not an engineer in it.")
+        raise request_rights_denied(team.slug)
 
 
 def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None,

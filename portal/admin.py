@@ -1,9 +1,14 @@
+from django import forms
 from django.contrib import admin
 from django.db import models
+from django.template.response import TemplateResponse
+from django.utils import timezone
 
+from . import services
 from .admin_mixins import PlatformAdminMixin
 from .models import Membership, Team
 from .services import team_webhook_set
+from .models import ApiToken, Membership, Team
 
 admin.site.site_header = "GPU Golden Path: platform admin"
 admin.site.site_title = "GPU Golden Path admin"
@@ -30,3 +35,61 @@ class TeamAdmin(PlatformAdminMixin, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if obj.webhook_url and not obj.webhook_secret:
             team_webhook_set(user=request.user, team=obj, url=obj.webhook_url)  # gives it a signing secret
+
+
+class ApiTokenAddForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name", "expires_at"]
+
+    def clean(self):
+        # The rules of services.token_issue, said on the form's fields before it is called.
+        data = super().clean()
+        if data.get("expires_at") and data["expires_at"] <= timezone.now():
+            self.add_error("expires_at", "The expiry must be in the future (or empty for a token that does not expire).")
+        if data.get("user") and data.get("name") and ApiToken.objects.filter(
+                user=data["user"], name=data["name"].strip(), revoked_at__isnull=True).exists():
+            self.add_error("name", "This user already has an active token of that name: revoke it or pick another.")
+        return data
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """Everyone's API tokens: issue one for a user (its secret is shown once), revoke. Nothing else changes."""
+
+    list_display = ["prefix", "name", "user", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), ("expires_at", admin.EmptyFieldListFilter)]
+    search_fields = ["user__username", "name", "prefix"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+    form = ApiTokenAddForm
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else ApiTokenAddForm.Meta.fields
+
+    def has_change_permission(self, request, obj=None):
+        return False  # a token is issued or revoked, never edited
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoked tokens stay, for the record
+
+    def save_model(self, request, obj, form, change):
+        issued, clear = services.token_issue(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
+                                             expires_at=form.cleaned_data["expires_at"])
+        obj.pk, obj.prefix, obj._clear_token = issued.pk, issued.prefix, clear
+
+    def response_add(self, request, obj, post_url_continue=None):
+        # The secret goes into this page only: never into a message (a cookie) or a redirect.
+        context = {**self.admin_site.each_context(request), "title": "API token issued", "token": obj,
+                   "clear": obj._clear_token, "opts": self.model._meta}
+        return TemplateResponse(request, "admin/portal/apitoken/issued.html", context)
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        for token_id in queryset.values_list("pk", flat=True):
+            services.token_revoke(actor=request.user, token_id=token_id)
+        self.message_user(request, f"{queryset.count()} token(s) revoked.")

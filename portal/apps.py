@@ -7,7 +7,13 @@ class PortalConfig(AppConfig):
 
     def ready(self):
         from . import checks  # noqa: F401 - registers the system checks
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import pre_save
+
         from .metrics import register
         from .metrics_portal import worker_heartbeat
+        from .services import token_guard_password_change
 
         register("portal.worker_heartbeat", worker_heartbeat)
+        pre_save.connect(token_guard_password_change, sender=get_user_model(),
+                         dispatch_uid="portal.token_guard_password_change")

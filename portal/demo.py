@@ -10,7 +10,7 @@ from intake.services import request_approve, request_reject, request_submit
 from provisioning.inventory import cluster_declare, team_quota_set
 
 from .models import Team
-from .services import team_upsert, user_upsert
+from .services import team_upsert, token_issue, user_upsert
 
 DEMO_PASSWORD = "gpu-portal-demo"
 
@@ -102,9 +102,11 @@ def load_demo() -> dict:
         team_upsert(slug=slug, name=name, cost_center=cost_center)
     users = {}
     for username, role, teams in USERS:
-        user, token, _ = user_upsert(username=username, role=role, team_slugs=teams, password=DEMO_PASSWORD,
-                                     email=f"{username}@example.com")
-        users[username] = (user, token.key)
+        user, _ = user_upsert(username=username, role=role, team_slugs=teams, password=DEMO_PASSWORD,
+                              email=f"{username}@example.com")
+        # Each run prints fresh tokens (a clear token cannot be read back) and retires the previous run's.
+        _, token = token_issue(user=user, name="demo", replace=True)
+        users[username] = (user, token)
     for spec in CLUSTERS:
         spec = dict(spec)
         cluster_declare(pools=spec.pop("pools"), **spec)

@@ -1,11 +1,15 @@
 """Liveness and readiness endpoints for load balancers and Kubernetes probes."""
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+logger = logging.getLogger(__name__)
 
 
 @never_cache
@@ -35,14 +39,36 @@ def _check_broker() -> str | None:
         return f"{type(exc).__name__}: {exc}".strip()
 
 
+def _shows_details(request) -> bool:
+    """Failure details (addresses, driver errors) are for the platform team's token only. This endpoint answers
+    before the authentication middleware (see ProbeEndpointsMiddleware), so the token is checked here."""
+    from .roles import is_platform
+    from .services import token_authenticate
+
+    keyword, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if keyword != "Token" or not secret.strip():
+        return False
+    try:
+        token = token_authenticate(clear=secret.strip())
+    except Exception:  # noqa: BLE001 - the database is what may be down
+        return False
+    return token is not None and token.user.is_active and is_platform(token.user)
+
+
 @never_cache
 @require_GET
 def readyz(request):
-    """Ready to serve: the database and the Celery broker both answer."""
+    """Ready to serve: the database and the Celery broker both answer. Anyone sees ok / not ok per component;
+    what failed, and why, goes to the log (and to a platform token)."""
     checks = {"database": _check_database(), "broker": _check_broker()}
+    for name, error in checks.items():
+        if error is not None:
+            logger.warning("readiness: %s unavailable: %s", name, error)
     ready = not any(checks.values())
+    details = not ready and _shows_details(request)
     body = {"status": "ready" if ready else "not ready",
-            "checks": {name: ("ok" if error is None else error) for name, error in checks.items()}}
+            "checks": {name: "ok" if error is None else (error if details else "not ok")
+                       for name, error in checks.items()}}
     return JsonResponse(body, status=200 if ready else 503)
 
 

@@ -25,3 +25,22 @@ class ApiBodySizeLimitMiddleware:
                     status=413,
                 )
         return self.get_response(request)
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends settings.PORTAL_CONTENT_SECURITY_POLICY on every response that has none of its own.
+
+    The pages load scripts only from our static files (no inline script, no eval), so scripts are 'self' only;
+    inline styles stay allowed (style attributes in templates, the admin's and Swagger UI's own <style>), which
+    cannot run code.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        policy = settings.PORTAL_CONTENT_SECURITY_POLICY
+        if policy and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = policy
+        return response

@@ -42,3 +42,32 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team}"
+
+
+class ApiToken(models.Model):
+    """An API token of a user. Only the SHA-256 digest of the secret is stored: the secret itself is shown once,
+    when the token is issued (portal.services.token_issue), and cannot be read back."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. a script or a CI job.")
+    prefix = models.CharField(max_length=12, help_text="The first characters of the token, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never expires.")
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["user_id", "-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "name"], condition=models.Q(revoked_at__isnull=True),
+                name="%(app_label)s_%(class)s_unique_active_name",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def is_usable(self, now) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)

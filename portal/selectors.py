@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import Team
+from .models import ApiToken, Team
 from .choices import Role
 from .errors import NotFound, PermissionDenied
 from .roles import is_finance, is_platform, sees_all_teams, user_roles
@@ -67,3 +67,10 @@ def worker_heartbeat() -> dict | None:
         return None
     age = (timezone.now() - datetime.fromisoformat(heartbeat["at"])).total_seconds()
     return {**heartbeat, "age_seconds": round(age, 3)}
+
+
+def token_list(*, user) -> QuerySet[ApiToken]:
+    """A user's own API tokens, newest first. Nobody lists another user's here (the admin is the platform's)."""
+    if not user.is_authenticated:
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=user).order_by("-created_at", "-id")

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import Group
 from django.core.cache import cache
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from .choices import Role
-from .errors import NotFound, PermissionDenied
-from .models import Membership, Team
+from .errors import InvalidInput, NotFound, PermissionDenied
+from .models import ApiToken, Membership, Team
 from .roles import is_platform, user_roles
+from .tokens import token_digest, token_generate, token_prefix
 from .webhooks import secret_generate
 
 logger = logging.getLogger(__name__)
@@ -42,10 +45,12 @@ def user_upsert(
     team_slugs: list[str] = (),
     password: str | None = None,
     email: str = "",
-) -> tuple[object, Token, bool]:
-    """Create or update a portal user with exactly one role and the given team memberships.
+    keep_tokens: bool = False,
+) -> tuple[object, bool]:
+    """Create or update a portal user with exactly one role and the given team memberships. Returns (user, created).
 
-    Memberships are added, never removed, so running a bootstrap script twice is harmless.
+    Memberships are added, never removed, so running a bootstrap script twice is harmless. A new password revokes
+    the user's API tokens unless `keep_tokens`.
     Platform users are staff (they approve in the admin), and so is finance (rate cards and month close; the
     admin mixins decide what each role sees there); engineers are not.
     """
@@ -63,6 +68,7 @@ def user_upsert(
         user.email = email
     if password:
         user.set_password(password)
+        user._keep_api_tokens = keep_tokens
     elif created:
         user.set_unusable_password()
     user.save()
@@ -72,8 +78,97 @@ def user_upsert(
     user.groups.add(groups[role])
     for team in teams:
         Membership.objects.get_or_create(user=user, team=team)
-    token, _ = Token.objects.get_or_create(user=user)
-    return user, token, created
+    return user, created
+
+
+# --- API tokens (portal.tokens; only digests are stored) -----------------------------------------------------------
+
+
+@transaction.atomic
+def token_issue(*, user, name: str, expires_at=None, replace: bool = False) -> tuple[ApiToken, str]:
+    """Issue a token named `name` to `user`. Returns (token, the clear secret): the only time it can be seen.
+
+    A user's active tokens have distinct names; with `replace` an active token of the same name is revoked first
+    (bootstrap scripts rotate their token by running again), otherwise the name is refused.
+    """
+    name = (name or "").strip()
+    if not name:
+        raise InvalidInput("Give the token a name that says what it is for.", field="name")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput("The expiry must be in the future (or empty for a token that does not expire).",
+                           field="expires_at")
+    if replace:
+        ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    clear = token_generate()
+    try:
+        with transaction.atomic():
+            token = ApiToken.objects.create(user=user, name=name, prefix=token_prefix(clear),
+                                            digest=token_digest(clear), expires_at=expires_at)
+    except IntegrityError:  # the partial unique constraint: an active token already has this name
+        raise InvalidInput(f"You already have a token named {name!r}: pick another name or revoke that one.",
+                           field="name") from None
+    logger.info("API token %s (%s) issued to %s", token.pk, token.prefix, user.username)
+    return token, clear
+
+
+@transaction.atomic
+def token_revoke(*, actor, token_id: int) -> ApiToken:
+    """Revoke one token: its owner may, and the platform team (whose admin calls this too). Revoking twice is
+    harmless; another user's token is not found, as if it did not exist."""
+    tokens = ApiToken.objects.select_for_update()
+    if not is_platform(actor):
+        tokens = tokens.filter(user=actor)
+    token = tokens.filter(pk=token_id).first()
+    if token is None:
+        raise NotFound("No such token.")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        logger.info("API token %s (%s) of %s revoked by %s", token.pk, token.prefix, token.user_id, actor.username)
+    return token
+
+
+def tokens_revoke_all(*, user) -> int:
+    """Revoke every active token of `user` (a new password does, see token_guard_password_change)."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def token_authenticate(*, clear: str) -> ApiToken | None:
+    """The usable token with this secret, its last use recorded; None when unknown, revoked or expired.
+
+    The last use is written at most once a minute (rows are not rewritten on every request), by one conditional
+    UPDATE every time, so a request costs the same number of queries whether or not it writes.
+    """
+    now = timezone.now()
+    token = (ApiToken.objects.select_related("user").filter(digest=token_digest(clear), revoked_at__isnull=True)
+             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now)).first())
+    if token is None:
+        return None
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - timedelta(minutes=1))
+    if ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now):
+        token.last_used_at = now
+    return token
+
+
+def token_guard_password_change(sender, instance, update_fields=None, **kwargs) -> None:
+    """pre_save of the user model: a changed password revokes the user's tokens, whoever changed it (the admin's
+    password form, `changepassword`, user_upsert), unless the caller set `_keep_api_tokens` on the user.
+
+    A signal, because Django's own password paths call no service of ours; the revocation must not depend on
+    every such path remembering it.
+    """
+    keep = instance.__dict__.pop("_keep_api_tokens", False)  # asked for this one save only
+    if keep or instance.pk is None or (update_fields is not None and "password" not in update_fields):
+        return
+    stored = type(instance).objects.filter(pk=instance.pk).values_list("password", flat=True).first()
+    if stored is None or stored == instance.password:
+        return
+    # set_password keeps the raw value until the save: setting the same password again is no change.
+    raw = getattr(instance, "_password", None)
+    if raw is None or not check_password(raw, stored):
+        revoked = tokens_revoke_all(user=instance)
+        if revoked:
+            logger.info("password of %s changed: %d API token(s) revoked", instance.get_username(), revoked)
 
 
 # --- worker heartbeat (portal.tasks.ping) -------------------------------------------------------------------------
@@ -118,7 +213,7 @@ def user_sync_identity(
     """
     known = sorted(Team.objects.filter(slug__in=team_slugs).values_list("slug", flat=True))
     unknown = sorted(set(team_slugs) - set(known))
-    user, _, _ = user_upsert(username=username, role=role, team_slugs=known, email=email)
+    user, _ = user_upsert(username=username, role=role, team_slugs=known, email=email)
     Membership.objects.filter(user=user).exclude(team__slug__in=known).delete()
     if (user.first_name, user.last_name) != (first_name, last_name):
         user.first_name, user.last_name = first_name, last_name

@@ -1,7 +1,8 @@
 """Settings for the GPU Golden Path Portal, read from the environment.
 
-Every value has a safe local default so that the quickstart works on a fresh machine; production sets
-SECRET_KEY, DEBUG=false, ALLOWED_HOSTS, DATABASE_URL and REDIS_URL explicitly.
+Defaults are production's: DEBUG is off unless DEBUG=true (the quickstart scripts, scripts/demo and
+scripts/test, set it), and then SECRET_KEY must be set. A deployment also sets ALLOWED_HOSTS, DATABASE_URL and
+REDIS_URL. docs/security.md lists what holds by code and what by configuration.
 """
 import base64
 import hashlib
@@ -24,7 +25,7 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 # The fallback key is only accepted while DEBUG is on; production must provide its own.
 SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if DEBUG else "")
 if not SECRET_KEY:
@@ -47,11 +48,11 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's assets served by us, not fetched from a CDN
     "django_htmx",
+    "axes",  # failed sign-ins and lockouts (portal.signin)
     "portal",
     "intake",
     "provisioning",
@@ -70,8 +71,17 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out sign-in into portal.signin's 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
+# Content-Security-Policy of every response (portal.middleware; docs/security.md). Empty: no header.
+PORTAL_CONTENT_SECURITY_POLICY = os.environ.get(
+    "PORTAL_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'",
+)
 ROOT_URLCONF = "portal.urls"
 # Largest request body accepted (bytes); an answers object is a few kilobytes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024)))
@@ -139,7 +149,7 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "portal.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -180,9 +190,26 @@ SPECTACULAR_SETTINGS = {
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
 PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
-# Failed sign-ins allowed per username and address before a lockout of PORTAL_LOGIN_LOCKOUT_SECONDS.
+# Where the rate counters live (portal.api.throttling counts atomically in Redis): the cache's Redis by default.
+PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])
+# --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
+# Failed password sign-ins allowed per username and client address (portal login, admin login) before further
+# attempts are refused, until PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure.
 PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
+# Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
+PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = "portal.signin.failure_limit"
+AXES_COOLOFF_TIME = "portal.signin.cool_off"
+# One username from one address: an attacker elsewhere cannot lock a colleague out, nor one user a whole office.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "portal.signin.client_address"
+AXES_USERNAME_CALLABLE = "portal.signin.username_of"
+AXES_WHITELIST_CALLABLE = "portal.signin.not_a_password_attempt"
+AXES_LOCKOUT_CALLABLE = "portal.signin.lockout_response"
+# --- end sign-in protection ---
 
 # Celery: work is dispatched after commit and acknowledged late, so a killed worker's task is redelivered.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
@@ -306,6 +333,8 @@ if not DEBUG:
 MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
 # Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
 MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
+# Before the probes, so that every response carries the Content-Security-Policy.
+MIDDLEWARE.insert(1, "portal.middleware.ContentSecurityPolicyMiddleware")
 # /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
@@ -338,7 +367,12 @@ OIDC_ROLE_GROUPS = os.environ.get("OIDC_ROLE_GROUPS", "platform=gpu-platform,fin
 # Groups named <prefix><team slug> make the user a member of that (existing) team.
 OIDC_TEAM_GROUP_PREFIX = os.environ.get("OIDC_TEAM_GROUP_PREFIX", "gpu-team-")
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTHORIZATION_ENDPOINT))
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "portal.oidc.PortalOIDCBackend"]
+# portal.signin's gate first: a locked-out username and address never reach the password check.
+AUTHENTICATION_BACKENDS = [
+    "portal.signin.SignInBackend",
+    "django.contrib.auth.backends.ModelBackend",
+    "portal.oidc.PortalOIDCBackend",
+]
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 # --- end of identity settings ------------------------------------------------------------------------------------
 

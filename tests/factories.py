@@ -2,7 +2,7 @@
 import factory
 
 from portal.models import Team
-from portal.services import user_upsert
+from portal.services import token_issue, user_upsert
 
 
 class TeamFactory(factory.django.DjangoModelFactory):
@@ -16,7 +16,8 @@ class TeamFactory(factory.django.DjangoModelFactory):
 
 
 def make_user(username: str, role: str, *teams: Team, password: str = "pw-for-tests-1"):
-    """A user with one role and team memberships; `user.api_token` carries the API token key."""
-    user, token, _ = user_upsert(username=username, role=role, team_slugs=[t.slug for t in teams], password=password)
-    user.api_token = token.key
+    """A user with one role and team memberships, issued an API token; `user.api_token` keeps its clear value
+    (which the database does not) for tests to authenticate with."""
+    user, _ = user_upsert(username=username, role=role, team_slugs=[t.slug for t in teams], password=password)
+    _, user.api_token = token_issue(user=user, name="tests", replace=True)
     return user

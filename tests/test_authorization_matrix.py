@@ -16,6 +16,7 @@ from chargeback.services import period_closable
 from intake.models import GpuRequest
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create, request_submit
+from portal.models import ApiToken
 from provisioning.models import Cluster
 from tests.conftest import VALID_ANSWERS
 
@@ -84,6 +85,13 @@ MATRIX = [
     (("POST", "web:request-preview", {}, {"team": "team-a"}), (R, 200, 200, 200, 200)),
     (("GET", "web:request-detail", {"pk": A}, None), (R, 200, 404, 200, 200)),
     (("POST", "web:request-cancel", {"pk": A}, {}), (R, R, 404, R, R)),
+    # API tokens: everyone manages their own; nobody reaches another's (the platform team does, in the admin).
+    (("GET", "tokens", {}, None), (R, 200, 200, 200, 200)),
+    (("POST", "tokens", {}, {"name": "matrix"}), (R, 200, 200, 200, 200)),
+    (("POST", "token-revoke", {"pk": "tk"}, {}), (R, R, 404, 404, 404)),
+    (("GET", "api-token-list", {}, None), (401, 200, 200, 200, 200)),
+    (("POST", "api-token-list", {}, {"name": "matrix"}), (401, 201, 201, 201, 201)),
+    (("GET", "api-token-detail", {"pk": "tk"}, None), (401, 200, 404, 404, 404)),
 ]
 # Routes a persona matrix does not reach, and why.
 NOT_IN_MATRIX = {
@@ -129,7 +137,8 @@ def world(inventory, team_a, team_b, engineer, engineer_b, platform_user, financ
         "users": {"anonymous": None, "engineer": engineer, "other_engineer": engineer_b, "platform": platform_user,
                   "finance": finance_user},
         "objects": {"ra": ra.pk, "rb": rb.pk, "active": 1, "draft": draft.number, "cluster": cluster.pk,
-                    "pool": cluster.pools.get(name="h100-train").pk, "team-a": "team-a"},
+                    "pool": cluster.pools.get(name="h100-train").pk, "team-a": "team-a",
+                    "tk": ApiToken.objects.get(user=engineer, revoked_at__isnull=True).pk},
         "bodies": {"digest": {"digest": policy_version_diff(version=draft).digest},
                    "closable": {"month": period_closable().isoformat()}},  # last month, none closed yet
         "secrets": {"engineer": SECRET_B, "other_engineer": SECRET_A},
@@ -142,7 +151,8 @@ def call(world, role, method, name, kwargs, body):
     url = reverse(name, kwargs=concrete)
     payload = world["bodies"][body] if isinstance(body, str) else body
     if name.startswith(("web:", "chargeback:", "register:")) or name in {"logout", "login", "healthz", "readyz", "metrics",
-                                                              "oidc_authentication_init", "swagger-ui"}:
+                                                              "oidc_authentication_init", "swagger-ui", "tokens",
+                                                              "token-revoke"}:
         client = Client()
         if user:
             client.force_login(user)

@@ -12,6 +12,7 @@ from ..answers import AnswersInvalid, normalise_answers
 from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind
 from ..models import GpuRequest, PolicyVersion, RequestEvent, Rule
 from ..questionnaire import QUESTIONS, Question, openapi_schema
+from ..services import request_rights_denied
 
 STRATEGY_CHOICES = list(STRATEGIES)
 
@@ -112,8 +113,20 @@ class DecisionSerializer(serializers.Serializer):
     summary = serializers.CharField(help_text="the decision in plain words")
 
 
+class RequestTeamField(serializers.SlugRelatedField):
+    """A team slug; an unknown one gets the same 403 as a team the caller is not in (intake.services)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and data and "\x00" not in data:
+            team = self.get_queryset().filter(slug=data).first()
+            if team is None:
+                raise request_rights_denied(data[:63])
+            return team
+        return super().to_internal_value(data)
+
+
 class TeamAnswersInputSerializer(serializers.Serializer):
-    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
+    team = RequestTeamField(slug_field="slug", queryset=Team.objects.all())
     answers = AnswersSerializer()
 
 

@@ -1,5 +1,7 @@
+from django.utils import timezone
 from rest_framework import serializers
 
+from portal.models import ApiToken
 from portal.roles import primary_role
 from portal.webhooks import SIGNATURE_HEADER, SIGNATURE_VERSION
 
@@ -33,3 +35,32 @@ class TeamWebhookSerializer(serializers.Serializer):
 class TeamWebhookInputSerializer(serializers.Serializer):
     # Shape only: the URL itself (scheme, where it resolves) is checked by the service, on the same field.
     webhook_url = serializers.CharField(allow_blank=True, max_length=200, trim_whitespace=True)
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    active = serializers.SerializerMethodField(help_text="Neither revoked nor expired")
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at", "active"]
+        read_only_fields = fields
+
+    def get_active(self, token) -> bool:
+        return token.is_usable(timezone.now())
+
+
+class ApiTokenIssuedSerializer(ApiTokenSerializer):
+    """A token just issued, with its secret (set by the view as `secret`; the database has only its digest)."""
+
+    token = serializers.CharField(source="secret",
+                                  help_text="The secret, for `Authorization: Token <token>`. Shown only this once.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "token"]
+        read_only_fields = fields
+
+
+class ApiTokenCreateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, help_text="What the token is for, e.g. a script or a CI job")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                           help_text="When the token stops working; empty: never")

@@ -1,15 +1,22 @@
 """Operations endpoints of the portal itself (the platform team's)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import selectors, services
 from ..errors import NotFound, PermissionDenied
 from ..roles import is_platform
-from .serializers import MeSerializer, TeamWebhookInputSerializer, TeamWebhookSerializer
+from .serializers import (
+    ApiTokenCreateInputSerializer,
+    ApiTokenIssuedSerializer,
+    ApiTokenSerializer,
+    MeSerializer,
+    TeamWebhookInputSerializer,
+    TeamWebhookSerializer,
+)
 
 HeartbeatSerializer = inline_serializer(
     "WorkerHeartbeat",
@@ -76,3 +83,30 @@ class TeamWebhookSecretRotateView(APIView):
         team = services.team_webhook_secret_rotate(
             user=request.user, team=selectors.team_webhook_get(user=request.user, slug=slug))
         return Response(TeamWebhookSerializer(team).data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API tokens, newest first (revoked ones too; never their secrets)"),
+    retrieve=extend_schema(summary="One of your API tokens"),
+    destroy=extend_schema(summary="Revoke one of your API tokens (it stops working at once)"),
+)
+class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """The caller's own API tokens. The platform team manages everyone's in the admin."""
+
+    serializer_class = ApiTokenSerializer
+    filter_backends = []
+
+    def get_queryset(self):
+        return selectors.token_list(user=self.request.user)
+
+    @extend_schema(request=ApiTokenCreateInputSerializer, responses={201: ApiTokenIssuedSerializer},
+                   summary="Issue a token; the response carries its secret, shown only this once")
+    def create(self, request):
+        params = ApiTokenCreateInputSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        token, token.secret = services.token_issue(user=request.user, **params.validated_data)
+        return Response(ApiTokenIssuedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request, pk=None):
+        services.token_revoke(actor=request.user, token_id=self.get_object().pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -179,8 +179,9 @@ def test_readyz_is_503_and_names_the_database_when_it_is_unreachable(gunicorn):
     response = server.get("/readyz")
     assert response.status_code == 503
     body = response.json()
-    assert body["status"] == "not ready" and body["checks"]["broker"] == "ok"
-    assert "OperationalError" in body["checks"]["database"]
+    # Anonymous probes learn only which component is down; the error itself is logged.
+    assert body == {"status": "not ready", "checks": {"database": "not ok", "broker": "ok"}}
+    assert "OperationalError" in server.stop()
 
 
 def test_readyz_is_503_and_names_the_broker_when_it_is_unreachable(gunicorn):
@@ -188,5 +189,5 @@ def test_readyz_is_503_and_names_the_broker_when_it_is_unreachable(gunicorn):
     assert server.get("/healthz").status_code == 200
     response = server.get("/readyz")
     assert response.status_code == 503
-    body = response.json()
-    assert body["checks"]["database"] == "ok" and "ConnectionError" in body["checks"]["broker"]
+    assert response.json()["checks"] == {"database": "ok", "broker": "not ok"}
+    assert "ConnectionError" in server.stop()

@@ -1,0 +1,98 @@
+"""Brute-force protection of every password sign-in (the portal's login page, the admin's), on django-axes.
+
+django-axes counts failed `authenticate()` calls in the database (one row per username, address and user agent;
+every web worker reads the same rows) and refuses further attempts for one username from one client address once
+PORTAL_LOGIN_MAX_FAILURES have failed, for PORTAL_LOGIN_LOCKOUT_SECONDS after the last one. This module holds the
+callables the AXES_* settings name: limits read at request time, the client address, which attempts count, and the
+429 page that keeps the sign-in form and says how long to wait. docs/security.md describes the settings.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from axes.backends import AxesStandaloneBackend
+from axes.exceptions import AxesBackendPermissionDenied
+from django.conf import settings
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+
+REFUSED_FLAG = "portal_signin_refused"
+
+
+def failure_limit(request, credentials) -> int:
+    return settings.PORTAL_LOGIN_MAX_FAILURES
+
+
+def cool_off(request) -> timedelta:
+    return timedelta(seconds=settings.PORTAL_LOGIN_LOCKOUT_SECONDS)
+
+
+def lockout_message() -> str:
+    minutes = max(1, round(settings.PORTAL_LOGIN_LOCKOUT_SECONDS / 60))
+    return f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+
+
+def client_address(request) -> str:
+    """REMOTE_ADDR, or the address the Nth trusted proxy saw (X-Forwarded-For read from the right).
+
+    Only the right-most PORTAL_TRUSTED_PROXY_COUNT entries were written by our own proxies; anything left of them
+    comes from the client and could be forged, so it is never used.
+    """
+    proxies = settings.PORTAL_TRUSTED_PROXY_COUNT
+    remote = request.META.get("REMOTE_ADDR", "")
+    if proxies <= 0:
+        return remote
+    forwarded = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    return forwarded[-proxies] if len(forwarded) >= proxies else remote
+
+
+def username_of(request, credentials) -> str | None:
+    # Case and surrounding blanks do not make another account to guess at.
+    username = (credentials or {}).get("username")
+    if username is None and request is not None and hasattr(request, "POST"):
+        username = request.POST.get("username")
+    return username.strip().lower() if isinstance(username, str) else username
+
+
+def not_a_password_attempt(request, credentials) -> bool:
+    """Sign-ins without a password (OpenID Connect callbacks) are the provider's to throttle, not ours: they are
+    neither counted nor refused."""
+    return credentials is not None and not credentials.get("password")
+
+
+class SignInBackend(AxesStandaloneBackend):
+    """Axes' gate, first of AUTHENTICATION_BACKENDS: refuses a locked-out username and address.
+
+    Without a request there is no client to count (a shell, `Client.login` in tests): those calls pass through
+    to the real backends.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        try:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        except AxesBackendPermissionDenied:
+            setattr(request, REFUSED_FLAG, True)
+            raise
+
+
+def lockout_response(request, original_response=None, credentials=None) -> HttpResponse:
+    """The answer to a sign-in that axes flags as locked out.
+
+    The failure that reaches the limit is answered like any failure (its page says the password was wrong); the
+    attempts after it, refused without checking the password, get 429 and the sign-in form saying how long to wait.
+    """
+    if not getattr(request, REFUSED_FLAG, False) and original_response is not None:
+        return original_response
+    message = lockout_message()
+    context = getattr(original_response, "context_data", None) or {}
+    form = context.get("form")
+    if form is None or not isinstance(original_response, TemplateResponse):
+        return HttpResponse(message, status=429, content_type="text/plain; charset=utf-8")
+    # The form's only error is "wrong username or password", which would be misleading here: the password was
+    # never checked.
+    form.errors.clear()
+    form.add_error(None, message)
+    response = TemplateResponse(request, original_response.template_name, context, status=429)
+    return response.render()

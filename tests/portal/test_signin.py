@@ -1,0 +1,80 @@
+"""Brute-force protection of every password sign-in: the portal's login page and the admin's (portal.signin)."""
+from datetime import timedelta
+
+import pytest
+from axes.models import AccessAttempt
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+RIGHT = "pw-for-tests-1"
+ADMIN_LOGIN = "/admin/login/?next=/admin/"
+
+
+def admin_sign_in(client, username, password, **extra):
+    return client.post(ADMIN_LOGIN, {"username": username, "password": password, "next": "/admin/"}, **extra)
+
+
+def test_the_admin_login_refuses_the_right_password_after_too_many_failures(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 5
+    client = Client()
+    for _ in range(5):
+        assert admin_sign_in(client, "pat", "wrong").status_code == 200
+    locked = admin_sign_in(client, "pat", RIGHT)
+    assert locked.status_code == 429
+    page = locked.content.decode()
+    assert "Too many failed sign-ins. Try again in 15 minutes." in page
+    assert 'name="password"' in page  # still the admin's sign-in form, not an error page
+    assert "_auth_user_id" not in client.session
+
+
+def test_failures_on_one_page_count_on_the_other(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 4
+    client = Client()
+    for _ in range(2):
+        client.post("/accounts/login/", {"username": "pat", "password": "wrong"})
+        admin_sign_in(client, "pat", "wrong")
+    assert client.post("/accounts/login/", {"username": "pat", "password": RIGHT}).status_code == 429
+    assert admin_sign_in(client, "pat", RIGHT).status_code == 429
+
+
+def test_the_lockout_holds_for_one_username_from_one_address(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 3
+    attacker = Client(REMOTE_ADDR="198.51.100.7")
+    for _ in range(3):
+        admin_sign_in(attacker, "pat", "wrong")
+    assert admin_sign_in(attacker, "pat", RIGHT).status_code == 429
+    # Case and blanks do not make a fresh account name to guess at.
+    assert admin_sign_in(attacker, " PAT ", RIGHT).status_code == 429
+    # The real user at their own desk is not locked out by someone else's guesses.
+    assert admin_sign_in(Client(REMOTE_ADDR="192.0.2.10"), "pat", RIGHT).status_code == 302
+
+
+def test_a_forged_forwarded_for_header_does_not_reset_the_count(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 3
+    settings.PORTAL_TRUSTED_PROXY_COUNT = 1  # one ingress, which appends the address it saw
+    client = Client(REMOTE_ADDR="10.0.0.5")  # the ingress pod
+    for n in range(3):
+        admin_sign_in(client, "pat", "wrong", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}, 198.51.100.7")
+    locked = admin_sign_in(client, "pat", RIGHT, HTTP_X_FORWARDED_FOR="203.0.113.99, 198.51.100.7")
+    assert locked.status_code == 429
+    other_client = admin_sign_in(client, "pat", RIGHT, HTTP_X_FORWARDED_FOR="192.0.2.10")
+    assert other_client.status_code == 302
+
+
+def test_the_lockout_ends_after_the_lockout_period(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 3
+    settings.PORTAL_LOGIN_LOCKOUT_SECONDS = 600
+    client = Client()
+    for _ in range(3):
+        admin_sign_in(client, "pat", "wrong")
+    assert "Try again in 10 minutes" in admin_sign_in(client, "pat", RIGHT).content.decode()
+    # Time passes: the last failure is now older than the lockout period.
+    AccessAttempt.objects.update(attempt_time=AccessAttempt.objects.get().attempt_time - timedelta(seconds=601))
+    assert admin_sign_in(client, "pat", RIGHT).status_code == 302
+
+
+def test_no_password_is_kept_with_the_failed_attempts(platform_user):
+    admin_sign_in(Client(), "pat", "my-guess-Xy12")
+    attempt = AccessAttempt.objects.get()
+    assert "my-guess-Xy12" not in attempt.post_data
