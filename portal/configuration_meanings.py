@@ -43,7 +43,8 @@ MEANINGS: dict[str, dict[str, str]] = {
                          "one Redis database"},
     "SECRET_KEY": {"section": "core", "default": "a fixed development key, **only while `DEBUG` is on**",
                    "meaning": "Django's signing key; required when `DEBUG=false` (50+ random characters)"},
-    "DEBUG": {"section": "core", "meaning": "`false` in production: requires `SECRET_KEY`, turns on secure "
+    "DEBUG": {"section": "core", "meaning": "off unless set: production defaults everywhere (the quickstart scripts set "
+              "`DEBUG=true` themselves). `false` requires `SECRET_KEY`, turns on secure "
               "cookies, HSTS, the HTTPS redirect and manifest static files, closes `/metrics` without a token"},
     "ALLOWED_HOSTS": {"section": "core", "meaning": "host names the portal answers to, comma-separated"},
     "CSRF_TRUSTED_ORIGINS": {"section": "core", "meaning": "comma-separated origins (`https://portal.example.com`) "
@@ -69,6 +70,15 @@ MEANINGS: dict[str, dict[str, str]] = {
     "PORTAL_IN_CLUSTER_TOKEN_FILE": {"section": "kube", "meaning": "the pod's service-account token, re-read "
                                      "before every request (it rotates)"},
     "PORTAL_IN_CLUSTER_CA_FILE": {"section": "kube", "meaning": "the CA bundle of the in-cluster API server"},
+    "PORTAL_CONTENT_SECURITY_POLICY": {"section": "security", "meaning": "the `Content-Security-Policy` header "
+                                       "of every response; the default allows scripts from the portal's own "
+                                       "origin only (see [Security](security.md))"},
+    "PORTAL_RATE_LIMIT_REDIS_URL": {"section": "api", "default": "the cache's Redis", "meaning": "the Redis that "
+                                    "holds the per-token rate-limit counters (an atomic counter per window)"},
+    "PORTAL_TRUSTED_PROXY_COUNT": {"section": "security", "meaning": "how many proxies in front of the portal append "
+                                   "to `X-Forwarded-For`: the client address sign-in lockouts count comes from "
+                                   "there; **set it to 1 behind an ingress**, or every user shares the ingress's "
+                                   "address"},
     # production security
     "SECURE_SSL_REDIRECT": {"section": "security", "meaning": "redirect plain HTTP to HTTPS (TLS ends at the "
                             "ingress, which sends `X-Forwarded-Proto`); `/healthz`, `/readyz` and `/metrics` "
@@ -200,5 +210,6 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "TEST_REDIS_URL": {"meaning": "the Redis database `./scripts/test` gives the tests (as their `REDIS_URL`), so "
                        "queued test tasks never reach a demo worker"},
     "PORT": {"meaning": "the port `./scripts/demo` serves on"},
+    "DEBUG": {"meaning": "`./scripts/demo` and `./scripts/test` set `DEBUG=true` (development mode) unless it is set"},
     "VENV": {"meaning": "the virtualenv the scripts create and use"},
 }

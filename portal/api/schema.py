@@ -45,6 +45,7 @@ def add_error_responses(result, generator, request, public):
 # after /api/v1/; a path in an area not named here fails the OpenAPI lint (operation-tag-defined).
 TAGS = [
     {"name": "me", "description": "Who the token or session belongs to"},
+    {"name": "tokens", "description": "Your API tokens: issue, list, revoke"},
     {"name": "intake", "description": "The questionnaire and the preview: what you would get, and why"},
     {"name": "requests", "description": "GPU requests: submit, follow, approve, reject, cancel"},
     {"name": "policy", "description": "The routing policy: versions, their review and sign-off"},
