@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -68,7 +67,8 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
         """The review page: decision, reasons (defaults marked), answers, history, and the approve/reject forms."""
         if not self.has_view_permission(request):
             return super().change_view(request, object_id, form_url, extra_context)
-        gpu_request = get_object_or_404(GpuRequest.objects.select_related("team", "requested_by"), pk=object_id)
+        gpu_request = self.object_or_404(request, object_id,
+                                         GpuRequest.objects.select_related("team", "requested_by"))
         events = gpu_request.events.select_related("actor").order_by("at", "id")
         context = {
             **self.admin_site.each_context(request),
@@ -212,7 +212,7 @@ class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     def review_view(self, request, pk):
         """The diff a draft would make to recent requests, and the sign-off form bound to that diff."""
-        version = get_object_or_404(PolicyVersion, pk=pk)
+        version = self.object_or_404(request, pk)
         try:
             days = max(1, min(int(request.POST.get("days") or request.GET.get("days") or 30), 365))
         except ValueError:

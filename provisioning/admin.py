@@ -1,7 +1,6 @@
 from django.contrib import admin, messages
 from django.db import models
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -163,7 +162,7 @@ class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
         if not self.has_change_permission(request):
             return HttpResponseRedirect(reverse("admin:index"))
-        pool = get_object_or_404(NodePool.objects.select_related("cluster", "gpu_model"), pk=pk)
+        pool = self.object_or_404(request, pk, NodePool.objects.select_related("cluster", "gpu_model"))
         version = request.GET.get("driver_version", "").strip()
         impact, error = None, ""
         if version:
