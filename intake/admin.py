@@ -134,7 +134,7 @@ class PendingApprovalAdmin(GpuRequestAdmin):
         return format_html('<a class="button" href="{}">Review</a>',
                            reverse("admin:intake_pendingapproval_change", args=[obj.pk]))
 
-    @admin.action(description="Approve the selected requests")
+    @admin.action(description="Approve the selected requests", permissions=["change"])
     def approve_selected(self, request, queryset):
         approved = 0
         for gpu_request in queryset:
@@ -188,16 +188,20 @@ class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
             return [*self.readonly_fields, "notes"]
         return self.readonly_fields
 
-    @admin.action(description="Create a new draft from the selected version")
+    @admin.action(description="Create a new draft from the selected version", permissions=["change"])
     def new_draft(self, request, queryset):
         if queryset.count() != 1:
             messages.error(request, "Select exactly one version to start a draft from.")
             return None
-        draft = services.policy_version_draft_create(user=request.user, based_on=queryset.get())
+        try:
+            draft = services.policy_version_draft_create(user=request.user, based_on=queryset.get())
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return None
         messages.success(request, f"Draft v{draft.number} created; edit its rules, then sign it off.")
         return HttpResponseRedirect(reverse("admin:intake_policyversion_change", args=[draft.pk]))
 
-    @admin.action(description="Review the effect of the selected draft, then sign it off")
+    @admin.action(description="Review the effect of the selected draft, then sign it off", permissions=["change"])
     def sign_off(self, request, queryset):
         if queryset.count() != 1 or queryset.get().status != PolicyStatus.DRAFT:
             messages.error(request, "Select exactly one draft to review.")
