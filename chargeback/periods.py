@@ -14,6 +14,19 @@ def add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
+# The months a period can be about: metering began long after 1970, and the month after the last one must
+# still be a date (Python's dates end in 9999-12-31).
+FIRST_MONTH = date(1970, 1, 1)
+LAST_MONTH = date(9999, 11, 1)
+
+
+def month_error(month: date) -> str | None:
+    """Why `month` cannot be closed or reported on (the message names the range), or None."""
+    if not FIRST_MONTH <= month_start(month) <= LAST_MONTH:
+        return f"Must be a month from {FIRST_MONTH:%Y-%m} to {LAST_MONTH:%Y-%m}."
+    return None
+
+
 def day_start(day: date) -> datetime:
     """00:00 UTC of a calendar day: the instant a period given as YYYY-MM-DD starts or ends."""
     return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)

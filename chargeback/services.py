@@ -32,7 +32,7 @@ from provisioning.vocabulary import REPLICATED, STRATEGIES
 from .choices import Category, CollectionStatus, EndSource, Flag
 from .ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
 from .models import Adjustment, ClosedPeriod, RateCard, StallWaste, UsageCollection, UsageInterval
-from .periods import add_months, day_start, month_start
+from .periods import add_months, day_start, month_error, month_start
 
 logger = logging.getLogger(__name__)
 
@@ -571,6 +571,9 @@ def period_close(*, month: date, user, now: datetime | None = None) -> ClosedPer
 
     if not (is_finance(user) or is_platform(user)):
         raise PermissionDenied("Only finance and the platform team close months.")
+    error = month_error(month)
+    if error:
+        raise InvalidInput(error, field="month")
     now = now or timezone.now()
     month = month_start(month)
     with connection.cursor() as cursor:  # waits for ingestion passes in flight, holds new ones back

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -68,7 +67,8 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
         """The review page: decision, reasons (defaults marked), answers, history, and the approve/reject forms."""
         if not self.has_view_permission(request):
             return super().change_view(request, object_id, form_url, extra_context)
-        gpu_request = get_object_or_404(GpuRequest.objects.select_related("team", "requested_by"), pk=object_id)
+        gpu_request = self.object_or_404(request, object_id,
+                                         GpuRequest.objects.select_related("team", "requested_by"))
         events = gpu_request.events.select_related("actor").order_by("at", "id")
         context = {
             **self.admin_site.each_context(request),
@@ -134,7 +134,7 @@ class PendingApprovalAdmin(GpuRequestAdmin):
         return format_html('<a class="button" href="{}">Review</a>',
                            reverse("admin:intake_pendingapproval_change", args=[obj.pk]))
 
-    @admin.action(description="Approve the selected requests")
+    @admin.action(description="Approve the selected requests", permissions=["change"])
     def approve_selected(self, request, queryset):
         approved = 0
         for gpu_request in queryset:
@@ -188,16 +188,20 @@ class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
             return [*self.readonly_fields, "notes"]
         return self.readonly_fields
 
-    @admin.action(description="Create a new draft from the selected version")
+    @admin.action(description="Create a new draft from the selected version", permissions=["change"])
     def new_draft(self, request, queryset):
         if queryset.count() != 1:
             messages.error(request, "Select exactly one version to start a draft from.")
             return None
-        draft = services.policy_version_draft_create(user=request.user, based_on=queryset.get())
+        try:
+            draft = services.policy_version_draft_create(user=request.user, based_on=queryset.get())
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            return None
         messages.success(request, f"Draft v{draft.number} created; edit its rules, then sign it off.")
         return HttpResponseRedirect(reverse("admin:intake_policyversion_change", args=[draft.pk]))
 
-    @admin.action(description="Review the effect of the selected draft, then sign it off")
+    @admin.action(description="Review the effect of the selected draft, then sign it off", permissions=["change"])
     def sign_off(self, request, queryset):
         if queryset.count() != 1 or queryset.get().status != PolicyStatus.DRAFT:
             messages.error(request, "Select exactly one draft to review.")
@@ -212,7 +216,7 @@ class PolicyVersionAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     def review_view(self, request, pk):
         """The diff a draft would make to recent requests, and the sign-off form bound to that diff."""
-        version = get_object_or_404(PolicyVersion, pk=pk)
+        version = self.object_or_404(request, pk)
         try:
             days = max(1, min(int(request.POST.get("days") or request.GET.get("days") or 30), 365))
         except ValueError:

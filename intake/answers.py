@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .questionnaire import IMAGE_REFERENCE_RE, QUESTIONS, QUESTIONS_BY_KEY, NormalisedAnswers, Question
+from .image_reference import image_reference_error
+from .questionnaire import QUESTIONS, QUESTIONS_BY_KEY, NormalisedAnswers, Question
 
 
 class AnswersInvalid(Exception):
@@ -56,11 +57,9 @@ def _clean(question: Question, value: Any):
             raise ValueError("Must be a string.")
         if len(value) > question.max_length:
             raise ValueError(f"Must be at most {question.max_length} characters.")
-        if not IMAGE_REFERENCE_RE.fullmatch(value):
-            raise ValueError(
-                "Must be an image reference such as nvcr.io/nvidia/pytorch:25.01-py3 "
-                "(registry/path:tag or @sha256:digest; no spaces or special characters)."
-            )
+        error = image_reference_error(value)
+        if error:
+            raise ValueError(error)
         return value
     if question.kind == "string_list":
         if not isinstance(value, list):

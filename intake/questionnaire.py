@@ -4,24 +4,13 @@
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .choices import DataSensitivity, Latency, Tenancy, WorkloadClass
+from .image_reference import IMAGE_REFERENCE_RE
 
 QUESTIONNAIRE_VERSION = 1
-
-# An OCI image reference: [registry[:port]/]path[:tag][@digest], lower-case path components (the
-# distribution/reference grammar). Anything outside it, including whitespace and shell or YAML
-# metacharacters, is refused before it can reach a manifest.
-IMAGE_REFERENCE_RE = re.compile(
-    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*"
-    r"(?::[0-9]{1,5})?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?"
-    r"(?:@sha256:[a-f0-9]{64})?$"
-)
 
 
 @dataclass(frozen=True)

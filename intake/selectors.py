@@ -68,12 +68,14 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     if filters:
         from django.core.exceptions import ValidationError
 
+        from portal.api.filters import filter_errors
+
         from .filtersets import RequestFilterSet
 
         filterset = RequestFilterSet(filters, queryset=queryset)
         if not filterset.is_valid():
             # An unknown status or class is the caller's mistake, not "no filter".
-            raise ValidationError({key: list(messages) for key, messages in filterset.errors.items()})
+            raise ValidationError(filter_errors(filterset))
         queryset = filterset.qs
     return queryset.order_by("-created_at", "-id")
 

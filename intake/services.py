@@ -394,6 +394,8 @@ def request_cancel(*, user, request_id, comment: str = "", expected_status: str 
 @transaction.atomic
 def policy_version_draft_create(*, user, based_on: PolicyVersion | None = None, notes: str = "") -> PolicyVersion:
     """A new draft version holding a copy of the rules of `based_on` (the active version by default)."""
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team drafts routing policy.")
     if based_on is None:
         based_on = PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE).first()
     number = (PolicyVersion.objects.select_for_update(no_key=True).order_by("-number").values_list("number", flat=True).first() or 0) + 1

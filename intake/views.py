@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -25,11 +26,15 @@ def home(request):
 def request_list(request):
     filters = {key: request.GET.getlist(key) if key == "status" else request.GET.get(key)
                for key in ("status", "team", "workload_class") if request.GET.get(key)}
-    page = Paginator(selectors.request_list(user=request.user, filters=filters), 25).get_page(request.GET.get("page"))
-    return render(request, "intake/request_list.html", {
-        "page": page, "statuses": RequestStatus.choices, "filters": filters,
-        "teams": team_list_visible(user=request.user),
-    })
+    context = {"statuses": RequestStatus.choices, "filters": filters, "teams": team_list_visible(user=request.user)}
+    try:
+        requests = selectors.request_list(user=request.user, filters=filters)
+    except ValidationError as exc:
+        # A filter the page never offers (typed into the URL): say which, rather than guess.
+        return render(request, "intake/request_list.html", {**context, "filter_errors": exc.message_dict},
+                      status=400)
+    context["page"] = Paginator(requests, 25).get_page(request.GET.get("page"))
+    return render(request, "intake/request_list.html", context)
 
 
 @login_required

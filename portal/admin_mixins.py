@@ -2,6 +2,10 @@
 finance may look at what it is allowed to read; engineers use the portal pages and the API."""
 from __future__ import annotations
 
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import ValidationError
+from django.http import Http404
+
 from .roles import is_finance, is_platform
 
 
@@ -30,6 +34,15 @@ class PlatformAdminMixin:
 
     def has_delete_permission(self, request, obj=None):
         return self._can_edit(request)
+
+    def object_or_404(self, request, object_id, queryset=None):
+        """The object named by an id from the URL, for the admin's own pages. An id that is not one ("abc",
+        "1.5") is a 404 like an unknown one, never a database error."""
+        queryset = self.get_queryset(request) if queryset is None else queryset
+        try:
+            return queryset.get(pk=unquote(str(object_id)))
+        except (queryset.model.DoesNotExist, ValidationError, ValueError, TypeError, OverflowError):
+            raise Http404(f"No {queryset.model._meta.verbose_name} with id {object_id!r}.") from None
 
 
 class ReadOnlyAdminMixin(PlatformAdminMixin):

@@ -1,7 +1,6 @@
 from django.contrib import admin, messages
 from django.db import models
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -112,16 +111,20 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
     def sync_state(self, obj):
         return obj.last_sync_error or (f"{len(obj.discrepancies)} discrepancies" if obj.last_synced_at else "never")
 
-    @admin.action(description="Sync the inventory of the selected clusters now")
+    @admin.action(description="Sync the inventory of the selected clusters now", permissions=["change"])
     def sync_inventory(self, request, queryset):
-        from .inventory import inventory_sync
+        from .inventory import inventory_sync_now
 
         for cluster in queryset:
-            outcome = inventory_sync(cluster=cluster)
+            try:
+                outcome = inventory_sync_now(user=request.user, cluster=cluster)
+            except DomainError as exc:
+                self.message_user(request, f"{cluster.name}: {exc.message}", messages.ERROR)
+                continue
             level = messages.SUCCESS if outcome.status == "synced" else messages.WARNING
             self.message_user(request, f"Inventory of {cluster.name}: {outcome.status}. {outcome.message}", level)
 
-    @admin.action(description="Propose MIG layout changes for the selected clusters")
+    @admin.action(description="Propose MIG layout changes for the selected clusters", permissions=["change"])
     def propose_mig_plan(self, request, queryset):
         from .mig import mig_plan_propose
 
@@ -179,7 +182,7 @@ class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
         if not self.has_change_permission(request):
             return HttpResponseRedirect(reverse("admin:index"))
-        pool = get_object_or_404(NodePool.objects.select_related("cluster", "gpu_model"), pk=pk)
+        pool = self.object_or_404(request, pk, NodePool.objects.select_related("cluster", "gpu_model"))
         version = request.GET.get("driver_version", "").strip()
         impact, error = None, ""
         if version:
@@ -294,7 +297,8 @@ class MigPlanAdmin(PlatformAdminMixin, admin.ModelAdmin):
             return [*self.readonly_fields, "drain_timeout_seconds", "reconfigure_timeout_seconds"]
         return self.readonly_fields
 
-    @admin.action(description="Approve the selected plans (execution starts: nodes are cordoned)")
+    @admin.action(description="Approve the selected plans (execution starts: nodes are cordoned)",
+                  permissions=["change"])
     def approve_plans(self, request, queryset):
         from .mig import mig_plan_approve
 
@@ -305,7 +309,7 @@ class MigPlanAdmin(PlatformAdminMixin, admin.ModelAdmin):
             except DomainError as exc:
                 self.message_user(request, f"#{plan.pk}: {exc.message}", messages.ERROR)
 
-    @admin.action(description="Cancel the selected plans (only before they start)")
+    @admin.action(description="Cancel the selected plans (only before they start)", permissions=["change"])
     def cancel_plans(self, request, queryset):
         from .mig import mig_plan_cancel
 

@@ -91,7 +91,7 @@ class PlatformDecisionAdmin(PlatformAdminMixin, admin.ModelAdmin):
         obj.pk = obj.id = saved.pk
         obj.refresh_from_db()
 
-    @admin.action(description="Sign off the selected decisions")
+    @admin.action(description="Sign off the selected decisions", permissions=["change"])
     def sign_off(self, request, queryset):
         signed = 0
         for decision in queryset:

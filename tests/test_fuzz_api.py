@@ -3,7 +3,7 @@ bounded number of generated examples each. No response may be a server error or 
 
 The schema is generated at collection time by the same generator that serves `/api/schema/` (a test below
 checks the two are identical), because collecting one test per operation must happen before the database
-exists."""
+exists. The web pages and the admin have their own fuzzer, tests/test_fuzz_web.py."""
 import pytest
 import schemathesis
 from django.core import signals

@@ -74,3 +74,90 @@ def test_malformed_filters_and_format_are_400s(api, platform_user, query):
 def test_times_with_extreme_offsets_are_handled(api, platform_user, value):
     response = api(platform_user).get(f"/api/v1/chargeback/intervals/?active_after={value}")
     assert response.status_code in (200, 400)
+
+
+# --- bodies, filters and ids that used to be 500s (red-team issue 16, item 6) ---------------------------------------
+
+def _post_raw(client, path: str, text: str):
+    return client.generic("POST", path, text, content_type="application/json")
+
+
+def _with_raw_answer(key: str, raw_json: str) -> str:
+    """A create body whose answer `key` is the given JSON text, verbatim (json.dumps could not write it)."""
+    import json
+
+    body = json.dumps({"team": "team-a", "name": "odd", "answers": {**VALID_ANSWERS, key: "RAW"}})
+    return body.replace('"RAW"', raw_json)
+
+
+def test_a_body_nested_100k_deep_is_a_400_not_a_recursion_error(api, engineer, team_a, inventory):
+    response = _post_raw(api(engineer), "/api/v1/requests/", "[" * 100_000 + "]" * 100_000)
+    assert response.status_code == 400 and "Nested too deeply" in response.json()["non_field_errors"][0]
+
+
+def test_deeply_nested_answers_are_a_400_naming_answers(api, engineer, team_a, inventory):
+    import json
+
+    deep = '{"a":' * 3000 + "1" + "}" * 3000
+    text = json.dumps({"team": "team-a", "name": "deep", "answers": "RAW"}).replace('"RAW"', deep)
+    response = _post_raw(api(engineer), "/api/v1/requests/", text)
+    assert response.status_code == 400 and "answers" in response.json()
+
+
+@pytest.mark.parametrize("literal", ["1" + "0" * 400, "1e400", "-1e400", "9223372036854775808"])
+def test_numbers_out_of_range_are_a_400_naming_the_answer(api, engineer, team_a, inventory, literal):
+    from intake.models import GpuRequest
+
+    response = _post_raw(api(engineer), "/api/v1/requests/", _with_raw_answer("gpu_memory_gb", literal))
+    assert response.status_code == 400, response.content
+    assert "gpu_memory_gb" in response.json()["answers"]
+    assert GpuRequest.objects.count() == 0
+
+
+@pytest.mark.parametrize("path", ["/api/v1/requests/", "/api/v1/intake/preview/"])
+def test_a_lone_surrogate_in_the_command_is_a_400_naming_it(api, engineer, team_a, inventory, path):
+    from intake.models import GpuRequest
+
+    response = _post_raw(api(engineer), path, _with_raw_answer("command", '["python", "\\ud800"]'))
+    assert response.status_code == 400 and "command" in response.json()["answers"]
+    assert GpuRequest.objects.count() == 0
+
+
+def test_a_lone_surrogate_in_a_key_is_a_400(api, engineer, team_a, inventory):
+    response = _post_raw(api(engineer), "/api/v1/requests/", '{"team": "team-a", "\\udfff": 1}')
+    assert response.status_code == 400 and "non_field_errors" in response.json()
+
+
+def test_an_unknown_status_filter_is_a_400_on_the_api(api, engineer):
+    response = api(engineer).get("/api/v1/requests/?status=bogus")
+    assert response.status_code == 400 and "status" in response.json()
+
+
+@pytest.mark.parametrize("query", ["status=bogus", "team=a%00b", "status=a%00", "workload_class=nope"])
+def test_bad_filters_on_the_requests_page_are_a_400_naming_them(client, engineer, query):
+    client.force_login(engineer)
+    response = client.get(f"/requests/?{query}")
+    assert response.status_code == 400
+    assert f"<strong>{query.split('=')[0]}</strong>" in response.content.decode()
+
+
+@pytest.mark.parametrize("month", ["9999-12", "0001-01"])
+def test_closing_a_month_out_of_range_is_a_400_naming_the_month(api, finance_user, month):
+    response = api(finance_user).post("/api/v1/chargeback/closed-periods/", {"month": month}, format="json")
+    assert response.status_code == 400 and "month" in response.json()
+
+
+def test_closing_a_month_out_of_range_in_the_admin_shows_the_error_on_the_field(client, finance_user):
+    client.force_login(finance_user)
+    response = client.post("/admin/chargeback/closedperiod/close/", {"month": "9999-12"})
+    assert response.status_code == 200
+    assert "Must be a month from" in str(response.context["form"].errors["month"])
+
+
+@pytest.mark.parametrize("model", ["gpurequest", "pendingapproval", "policyversion"])
+def test_a_malformed_object_id_in_the_admin_is_a_404(client, platform_user, model):
+    client.force_login(platform_user)
+    for object_id in ("abc", "1.5", "99999999999999999999"):
+        response = client.get(f"/admin/intake/{model}/{object_id}/change/")
+        assert response.status_code in (302, 404), (model, object_id, response.status_code)
+    assert client.get("/admin/intake/gpurequest/abc/change/").status_code == 404
