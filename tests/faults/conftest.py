@@ -3,6 +3,7 @@ the portal's processes for the session (starting them takes a while); each test 
 the previous test stopped or killed, and a failing test's report carries the tail of every log."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -15,7 +16,8 @@ from tests.kube.fakeapi import FakeKubeAPI
 
 from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
 
-ARTIFACTS = REPO / "test-artifacts" / "faults"  # a failing test's whole logs are copied here (git-ignored)
+# A failing test's whole logs are copied here (git-ignored by default).
+ARTIFACTS = Path(os.environ.get("FAULT_ARTIFACTS_DIR", REPO / "test-artifacts" / "faults"))
 
 
 @pytest.fixture
@@ -68,6 +70,10 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         portal = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
         if portal is not None:
-            kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
-            report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
+            # Nothing here may raise: an error in a report hook is an INTERNALERROR that hides the test's failure.
+            try:
+                kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
+                report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
+            except Exception as exc:  # noqa: BLE001
+                report.sections.append(("portal processes", f"the logs could not be kept: {exc!r}"))
     return report

@@ -609,12 +609,23 @@ class PortalStack:
             return conn.execute(sql, params).fetchall()
 
     def keep_logs(self, target: Path) -> Path:
-        """Copy every log (processes, PostgreSQL, Redis) to `target`, e.g. for CI artifacts."""
+        """Copy every log there still is (processes, PostgreSQL, Redis) to `target`, e.g. for CI artifacts. After the
+        session's stack is closed (a failure in the last test's teardown) its folder is gone: what cannot be
+        copied is listed in `target`/MISSING.txt instead of failing the report of the test that failed."""
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(self.logdir, target)
-        for path in (self.postgres.log_path, self.redis.dir / "redis.log"):
-            if path.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        missing = []
+        for path in [*sorted(self.logdir.glob("*.log")), self.postgres.log_path, self.redis.dir / "redis.log"]:
+            if path == Path(os.devnull):
+                continue  # a server someone else runs: no log of ours
+            try:
                 shutil.copy(path, target / path.name)
+            except OSError as exc:
+                missing.append(f"{path}: {exc.strerror or exc}")
+        if not self.logdir.is_dir():
+            missing.insert(0, f"{self.logdir}: gone (the stack was closed before the report)")
+        if missing:
+            (target / "MISSING.txt").write_text("\n".join(missing) + "\n")
         return target
 
     def logs(self) -> str:
