@@ -543,14 +543,16 @@ class PortalStack:
             raise RuntimeError(f"gunicorn exited:\n{tail(self.web.log_path)}")
         return Api(self.base_url, None, timeout=2).get("/healthz").status == 200
 
-    def start_worker(self, timeout: float = 60) -> Process:
+    def start_worker(self, timeout: float = 60, *, pool: str = "prefork", env: dict[str, str] | None = None) -> Process:
+        """A worker (prefork with the stack's concurrency, or `pool="solo"`: one task at a time, in the consumer
+        itself), with `env` on top of the stack's environment."""
         self._worker_generation += 1
         name = f"faults{self._worker_generation}@%h"
-        argv = self._python("-m", "celery", "-A", "portal", "worker", "-l", "INFO", "--concurrency",
-                            str(self.worker_concurrency), "-n", name, "--without-gossip", "--without-mingle",
-                            "--without-heartbeat")
+        pool_args = ["--pool", pool] + (["--concurrency", str(self.worker_concurrency)] if pool != "solo" else [])
+        argv = self._python("-m", "celery", "-A", "portal", "worker", "-l", "INFO", *pool_args, "-n", name,
+                            "--without-gossip", "--without-mingle", "--without-heartbeat")
         log = self.logdir / f"worker-{self._worker_generation}.log"
-        self.worker = Process("worker", argv, log_path=log, env=self.env, cwd=REPO).start()
+        self.worker = Process("worker", argv, log_path=log, env={**self.env, **(env or {})}, cwd=REPO).start()
         worker = self.worker
         wait_until(lambda: self._started(worker, " ready."), timeout=timeout, interval=0.2,
                    message="the Celery worker to be ready")
