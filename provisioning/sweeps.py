@@ -73,7 +73,8 @@ def _job_recover(*, job_id: int, cutoff, max_attempts: int) -> str | None:
            .filter(pk=job_id, status__in=JOB_IN_FLIGHT, updated_at__lt=cutoff).first())
     if job is None or _held_by_a_worker(job.pk):
         return None  # it moved meanwhile, or a worker is on it
-    lost = "its worker was lost" if job.status == JobStatus.RUNNING else "its retry message was lost"
+    running = job.status == JobStatus.RUNNING
+    lost = "its worker was lost" if running else "its retry message was lost"
     if job.attempts >= max_attempts:
         logger.warning("job %s: %s after %s attempts; failing it", job.pk, lost, job.attempts)
         allocation_fail(job_id=job.pk, message=f"Gave up after {job.attempts} attempts: {lost} (nothing heard "
@@ -81,7 +82,8 @@ def _job_recover(*, job_id: int, cutoff, max_attempts: int) -> str | None:
         return None
     logger.warning("job %s: %s (attempt %s); sending it again", job.pk, lost, job.attempts)
     job.status, job.dispatched_at = JobStatus.QUEUED, None
-    job.message = f"Attempt {job.attempts} did not finish: {lost}. Sent again."
+    job.message = (f"Attempt {job.attempts} did not finish: its worker was lost. Sent again." if running
+                   else f"The retry after attempt {job.attempts} was lost. Sent again.")
     job.save(update_fields=["status", "dispatched_at", "message", "updated_at"])
     return job.kind
 

@@ -113,6 +113,22 @@ def test_a_job_whose_worker_died_is_sent_again_with_the_attempt_counted(
     assert (shown["status"], shown["attempts"]) == ("succeeded", 2)
 
 
+def test_a_stuck_job_goes_back_to_queued_and_its_new_message_waits_in_the_broker(approved, broker):
+    """No worker here: what the sweep leaves is the row, and one message in Redis."""
+    job = job_of(approved)
+    GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
+    age(job, status="running", attempts=1)
+
+    assert allocation_sweep.apply().get() == 1
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.message) == (
+        "queued", 1, "Attempt 1 did not finish: its worker was lost. Sent again.")
+    assert job.dispatched_at > timezone.now() - timedelta(minutes=1)
+    assert messages_waiting() == 1
+    assert allocation_sweep.apply().get() == 0  # just sent: left to that message
+
+
 def test_a_job_whose_retry_message_was_lost_is_sent_again(approved, broker, eager_celery):
     job = job_of(approved)
     GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
