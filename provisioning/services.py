@@ -106,8 +106,9 @@ def cluster_register(
 #
 # An approval writes a queued ProvisioningJob in the same transaction (a transactional outbox) and dispatches the
 # Celery task after commit. The task calls `allocation_apply`; the beat sweep (provisioning.sweeps) re-dispatches
-# jobs whose message was lost (broker down at commit time, Redis restarted, worker killed). Every step is idempotent: server-side apply and GitOps commits are no-ops the
-# second time, the job row is reused, AppliedObject rows are upserted.
+# jobs whose message was lost (broker down at commit time, Redis restarted, worker killed). Every step is
+# idempotent: server-side apply and GitOps commits are no-ops the second time, the job row is reused,
+# AppliedObject rows are upserted.
 
 logger = logging.getLogger(__name__)
 
