@@ -3,6 +3,7 @@ the portal's processes for the session (starting them takes a while); each test 
 the previous test stopped or killed, and a failing test's report carries the tail of every log."""
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import shutil
@@ -66,7 +67,12 @@ def stack(fault_stack: PortalStack, fault_kube: FakeKubeAPI) -> PortalStack:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    report = yield
+    try:
+        report = yield
+    except Exception as exc:  # noqa: BLE001
+        # pytest itself could not describe the failure (seen: CPython 3.11's "SystemError: AST constructor
+        # recursion depth mismatch" while it parsed the failing source): report it in plain text instead.
+        report = plain_report(item, call, exc)
     if report.failed:
         portal = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
         if portal is not None:
@@ -77,3 +83,21 @@ def pytest_runtest_makereport(item, call):
             except Exception as exc:  # noqa: BLE001
                 report.sections.append(("portal processes", f"the logs could not be kept: {exc!r}"))
     return report
+
+
+def plain_report(item, call, error: Exception) -> pytest.TestReport:
+    """The failure of `call` as a report built without pytest's source rendering: the exception, and the file,
+    line and function of each frame."""
+    lines = [f"(pytest could not render this failure: {error!r})"]
+    excinfo = call.excinfo
+    if excinfo is not None:
+        tb = excinfo.tb
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            lines.append(f"{code.co_filename}:{tb.tb_lineno} in {code.co_name}: {source}")
+            tb = tb.tb_next
+        lines.append(f"{excinfo.typename}: {excinfo.value}")
+    return pytest.TestReport(item.nodeid, item.location, {}, "failed" if excinfo else "passed",
+                             "\n".join(lines) if excinfo else None, call.when, [], call.duration,
+                             start=call.start, stop=call.stop, user_properties=list(item.user_properties))

@@ -437,6 +437,9 @@ FAST_TIMINGS = {
     "CELERY_VISIBILITY_TIMEOUT": "5",
     "PORTAL_KUBE_RETRY_BASE_SECONDS": "0.2",
     "PORTAL_KUBE_TIMEOUT_SECONDS": "2",
+    # Beat's pod reconciliation otherwise holds a worker process in a 45 s watch every minute: the other tests'
+    # work waits for it, and a test's fake API server cannot stop while the watch is open.
+    "PORTAL_RECONCILE_WATCH_SECONDS": "2",
 }
 
 

@@ -49,26 +49,43 @@ def test_fails_after_its_stack_is_gone(stack):
 
 def test_teardown_fails_after_the_stack_is_gone(closed_at_teardown):
     pass
+
+
+def test_fails_where_pytest_cannot_render_it(stack):
+    assert 2 + 2 == 5, "the third real failure"
+'''
+
+# Makes pytest's own report of one test fail as CPython 3.11 once did while it parsed the failing source.
+BROKEN_RENDERING = '''
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    if call.excinfo is not None and item.name == "test_fails_where_pytest_cannot_render_it":
+        raise SystemError("AST constructor recursion depth mismatch (before=117, after=137)")
 '''
 
 
 @pytest.fixture
 def inner(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYTHONPATH", f"{REPO}:{pytester.path}")
     monkeypatch.setenv("FAULT_ARTIFACTS_DIR", str(tmp_path / "artifacts"))
     pytester.makeconftest(INNER_CONFTEST)
-    pytester.makepyfile(test_inner=INNER_TESTS)
+    pytester.makepyfile(test_inner=INNER_TESTS, broken_rendering=BROKEN_RENDERING)
     return pytester
 
 
 def test_a_failing_fault_test_reports_its_own_failure_with_or_without_its_logs(inner, tmp_path):
-    result = inner.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider",
+    result = inner.runpytest_subprocess("-p", "no:django", "-p", "no:cacheprovider", "-p", "broken_rendering",
                                         "-o", "addopts=", timeout=120)
 
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output, output
-    result.assert_outcomes(passed=1, failed=2, errors=1)
+    result.assert_outcomes(passed=1, failed=3, errors=1)
     assert "the first real failure" in output and "the second real failure" in output
+    assert "pytest could not render this failure: SystemError('AST constructor recursion depth" in output
+    assert "the third real failure" in output and "in test_fails_where_pytest_cannot_render_it" in output
     assert "teardown failed after the stack was closed" in output
     assert "worker: the line that explains it" in output  # the log tail, while there is a log
     kept = tmp_path / "artifacts"
