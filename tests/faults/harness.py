@@ -440,6 +440,9 @@ FAST_TIMINGS = {
     # Beat's pod reconciliation otherwise holds a worker process in a 45 s watch every minute: the other tests'
     # work waits for it, and a test's fake API server cannot stop while the watch is open.
     "PORTAL_RECONCILE_WATCH_SECONDS": "2",
+    # No periodic discovery: the fake API servers have no nodes, and a sync in the middle of a test would empty
+    # gpu-east's inventory and route the test's next requests to another cluster.
+    "PORTAL_INVENTORY_SYNC_SECONDS": "0",
 }
 
 

@@ -2,9 +2,14 @@
 sends several of them to the workers in the same second, whenever beat was started."""
 from __future__ import annotations
 
+import ast
+import os
 import pickle
+import subprocess
+import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from celery.beat import Scheduler
 from django.conf import settings
@@ -77,3 +82,13 @@ def test_an_offset_schedule_is_due_at_its_second_and_survives_beats_shelve():
     restored = pickle.loads(pickle.dumps(every_minute_at_5))
     assert (restored.run_every, restored.offset) == (timedelta(seconds=60), 5) and restored == every_minute_at_5
     assert offset_schedule(60, offset=6) != every_minute_at_5
+
+
+def test_a_period_of_zero_turns_an_entry_off():
+    code = ("import django; django.setup(); from django.conf import settings; "
+            "print(sorted(settings.CELERY_BEAT_SCHEDULE))")
+    env = {**os.environ, "PORTAL_INVENTORY_SYNC_SECONDS": "0", "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2], check=True).stdout
+    names = ast.literal_eval(out.strip().splitlines()[-1])
+    assert "inventory-sync" not in names and "provisioning-sweep" in names and len(names) == 6
