@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from portal.schedules import offset_schedule
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -231,31 +233,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # --- end faults
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-# The one beat schedule of the project (STYLE.md: periodic schedules live here, nowhere else).
-# A queued provisioning job not started this long after its dispatch is sent again by the sweep.
-PORTAL_SWEEP_GRACE_SECONDS = float(os.environ.get("PORTAL_SWEEP_GRACE_SECONDS", "60"))
-CELERY_BEAT_SCHEDULE: dict = {
-    "provisioning-sweep": {
-        "task": "provisioning.allocation_sweep",
-        "schedule": float(os.environ.get("PORTAL_SWEEP_SECONDS", "60")),
-    },
-    # Chargeback: one ingestion pass over every enabled cluster's portal pods.
-    "chargeback-usage-collect": {
-        "task": "chargeback.usage_collect",
-        "schedule": float(os.environ.get("CHARGEBACK_COLLECT_SECONDS", "300")),
-    },
-    # --- live: inventory discovery and MIG plan execution (branch live) ---
-    "inventory-sync": {
-        "task": "provisioning.inventory_sync_all",
-        "schedule": float(os.environ.get("PORTAL_INVENTORY_SYNC_SECONDS", "300")),
-    },
-    "mig-plans-advance": {
-        "task": "provisioning.mig_plans_advance",
-        "schedule": float(os.environ.get("PORTAL_MIG_ADVANCE_SECONDS", "15")),
-    },
-    # --- end live ---
-}
-
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
 # Outbound calls to addresses people enter (API servers, webhooks; portal.outbound): loopback, link-local, private
@@ -337,8 +314,6 @@ MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
 MIDDLEWARE.insert(1, "portal.middleware.ContentSecurityPolicyMiddleware")
 # /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
-# A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
-CELERY_BEAT_SCHEDULE["portal.ping"] = {"task": "portal.ping", "schedule": 60.0}
 # A database that does not answer fails /readyz within the probe's timeout instead of hanging it.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", int(os.environ.get("DB_CONNECT_TIMEOUT", "5")))
 # --- end of operations settings ------------------------------------------------------------------------------
@@ -402,10 +377,6 @@ PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(
 PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS = int(os.environ.get("PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS", "3600"))
 # Used for a workload class that has no GangPolicy row (the data migration creates one per class).
 PORTAL_GANG_STALL_AFTER_SECONDS = int(os.environ.get("PORTAL_GANG_STALL_AFTER_SECONDS", "900"))
-CELERY_BEAT_SCHEDULE["provisioning-status-reconcile"] = {
-    "task": "provisioning.status_reconcile_all",
-    "schedule": PORTAL_RECONCILE_INTERVAL_SECONDS,
-}
 
 # Notifications: e-mail through Django's mail backend, webhooks as a JSON POST (both from Celery tasks).
 EMAIL_BACKEND = os.environ.get(
@@ -423,3 +394,51 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gpu-portal@localhost"
 PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
 PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
 # --- end status reconciliation ---------------------------------------------------------------------------------
+
+# --- background work: the sweeps and the one beat schedule of the project (docs/operations-background-work.md) ---
+# A queued job (or notice) not started this long after its dispatch is sent again by the sweep, however many
+# messages wait in the broker: a duplicate is skipped by the task, a lost message is otherwise lost for good.
+PORTAL_SWEEP_GRACE_SECONDS = float(os.environ.get("PORTAL_SWEEP_GRACE_SECONDS", "60"))
+PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS = float(os.environ.get("PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS", "120"))
+# A job running (or waiting to retry) with no change for this long, and no worker holding its lock, lost its
+# worker and its message: it is sent again (an attempt counted), or failed after its last attempt. Longer than
+# the apply task's hard time limit (660 s) and the longest retry backoff (300 s).
+PORTAL_JOB_STUCK_SECONDS = float(os.environ.get("PORTAL_JOB_STUCK_SECONDS", "900"))
+# Periodic tasks, each at its own second within its period (portal.schedules), so that they never reach the
+# workers together: at most one of them is sent in any one second with the default periods. A period of 0 (in
+# the environment) turns the entry off.
+def _every(setting: str, default: str, offset: float) -> offset_schedule | None:
+    seconds = float(os.environ.get(setting, default))
+    return offset_schedule(seconds, offset=offset) if seconds > 0 else None
+
+
+CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
+    # Work whose message was lost: provisioning jobs, then stalled-gang notices.
+    "provisioning-sweep": {
+        "task": "provisioning.allocation_sweep", "schedule": _every("PORTAL_SWEEP_SECONDS", "60", offset=5),
+    },
+    "provisioning-notification-sweep": {
+        "task": "provisioning.gang_notification_sweep", "schedule": _every("PORTAL_SWEEP_SECONDS", "60", offset=35),
+    },
+    # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
+    "portal.ping": {"task": "portal.ping", "schedule": offset_schedule(60.0, offset=20)},
+    # One pod reconciliation per enabled cluster (a LIST or a bounded WATCH).
+    "provisioning-status-reconcile": {
+        "task": "provisioning.status_reconcile_all",
+        "schedule": offset_schedule(PORTAL_RECONCILE_INTERVAL_SECONDS, offset=50),
+    },
+    # MIG plans: every approved or executing plan moves on as far as it can.
+    "mig-plans-advance": {
+        "task": "provisioning.mig_plans_advance", "schedule": _every("PORTAL_MIG_ADVANCE_SECONDS", "15", offset=12),
+    },
+    # Inventory discovery of every enabled cluster.
+    "inventory-sync": {
+        "task": "provisioning.inventory_sync_all",
+        "schedule": _every("PORTAL_INVENTORY_SYNC_SECONDS", "300", offset=130),
+    },
+    # Chargeback: one ingestion pass over every enabled cluster's portal pods.
+    "chargeback-usage-collect": {
+        "task": "chargeback.usage_collect", "schedule": _every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
+    },
+}.items() if entry["schedule"] is not None}
+# --- end background work -----------------------------------------------------------------------------------------

@@ -421,29 +421,19 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
 
         def dispatch() -> None:
             for pk in created:
-                _dispatch_notification(pk, tasks.gang_notification_deliver)
+                gang_notification_dispatch(pk, tasks.gang_notification_deliver)
 
         transaction.on_commit(dispatch)
     return created
 
 
-def _dispatch_notification(notification_id: int, task) -> bool:
+def gang_notification_dispatch(notification_id: int, task) -> bool:
     try:
         task.apply_async(args=[notification_id], retry=False)
     except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued and the sweep sends it later
         logger.warning("could not dispatch notification %s: %s", notification_id, exc)
         return False
     return True
-
-
-def gang_notification_sweep(*, older_than_seconds: int = 120) -> int:
-    """Send again the notices still queued a while after they were made (their dispatch never reached the broker).
-    Delivery is idempotent, so one that was merely slow to run is not sent twice."""
-    from . import tasks
-
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    stale = GangNotification.objects.filter(status=NotificationStatus.QUEUED, created_at__lt=cutoff)
-    return sum(_dispatch_notification(pk, tasks.gang_notification_deliver) for pk in stale.values_list("pk", flat=True))
 
 
 def _send_email(notification: GangNotification) -> None:
@@ -718,11 +708,9 @@ def _follow(cluster: Cluster, kube: KubeClient, cache: PodCache, seconds: int, c
 
 
 def status_reconcile_all() -> list[int]:
-    """Beat: one reconciliation task per enabled cluster, and notices whose dispatch was lost sent again. Returns
-    the cluster ids dispatched."""
+    """Beat: one reconciliation task per enabled cluster. Returns the cluster ids dispatched."""
     from . import tasks
 
-    gang_notification_sweep()
     ids = list(Cluster.objects.filter(enabled=True).order_by("name").values_list("pk", flat=True))
     for cluster_id in ids:
         # A run that cannot start before the next beat is pointless: the next one replaces it.

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from intake import events
@@ -99,9 +98,10 @@ def cluster_register(
 # --- allocations: applying and tearing down a request's Kubernetes objects -------------------------------------
 #
 # An approval writes a queued ProvisioningJob in the same transaction (a transactional outbox) and dispatches the
-# Celery task after commit. The task calls `allocation_apply`; the beat sweep re-dispatches jobs whose message was
-# lost (broker down at commit time). Every step is idempotent: server-side apply and GitOps commits are no-ops the
-# second time, the job row is reused, AppliedObject rows are upserted.
+# Celery task after commit. The task calls `allocation_apply`; the beat sweep (provisioning.sweeps) re-dispatches
+# jobs whose message was lost (broker down at commit time, Redis restarted, worker killed). Every step is
+# idempotent: server-side apply and GitOps commits are no-ops the second time, the job row is reused,
+# AppliedObject rows are upserted.
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
 
 def dispatch_job(*, job_id: int, task) -> bool:
     """Send the job's task to the broker. A broker outage is not the user's problem: one connection attempt, and
-    if it fails the job stays queued and the beat sweep (`allocation_sweep`) sends it later."""
+    if it fails the job stays queued and the beat sweep (`sweeps.allocation_sweep`) sends it later."""
 
     try:
         with task.app.producer_or_acquire() as producer:
@@ -155,24 +155,6 @@ def dispatch_job(*, job_id: int, task) -> bool:
         return False
     ProvisioningJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(dispatched_at=timezone.now())
     return True
-
-
-def allocation_sweep(*, older_than_seconds: float = 60, broker_backlog: int | None = 0) -> int:
-    """Dispatch queued jobs that were never sent, or were sent long ago and never started. `broker_backlog` is the
-    number of messages waiting in the broker (None: unknown): while there are any, a job sent but not started is
-    most likely one of them, and sending it again would only lengthen the queue it waits in."""
-    from . import tasks
-
-    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
-    due = Q(dispatched_at__isnull=True, created_at__lt=cutoff)
-    if broker_backlog == 0:
-        due |= Q(dispatched_at__lt=cutoff)  # the queue is empty: its message was lost (e.g. Redis restarted)
-    stale = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(due)
-    sent = 0
-    for job in stale.only("id", "kind"):
-        task = tasks.allocation_apply if job.kind == JobKind.APPLY else tasks.allocation_teardown
-        sent += dispatch_job(job_id=job.pk, task=task)
-    return sent
 
 
 def applier_for_cluster(cluster) -> Applier:

@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from . import services
+from . import services, sweeps
 from .appliers.base import PermanentApplyError, TransientApplyError
 
 logger = logging.getLogger(__name__)
@@ -65,23 +65,11 @@ def allocation_teardown(self, job_id: int, after_attempt: int | None = None) -> 
     return _run(self, services.allocation_teardown, job_id, after_attempt)
 
 
-@shared_task(bind=True, name="provisioning.allocation_sweep")
-def allocation_sweep(self) -> int:
-    """Beat: dispatch jobs whose message never reached the broker, or was lost by it."""
-    return services.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
-                                     broker_backlog=_broker_backlog(self.app))
-
-
-def _broker_backlog(app) -> int | None:
-    """Messages waiting in the default queue (not those workers hold), or None when the broker cannot say."""
-    try:
-        with app.connection_for_read() as connection:
-            connection.ensure_connection(max_retries=0)
-            # Not passive: an empty Redis queue has no key, which a passive declare reports as a missing queue.
-            return connection.default_channel.queue_declare(queue=app.conf.task_default_queue)[1]
-    except Exception as exc:  # noqa: BLE001 - any broker error: unknown
-        logger.warning("could not read the broker's queue length: %s", exc)
-        return None
+@shared_task(name="provisioning.allocation_sweep")
+def allocation_sweep() -> int:
+    """Beat: send again the jobs whose message never reached the broker, was lost by it, or died with a worker."""
+    return sweeps.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
+                                   stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=MAX_ATTEMPTS)
 
 
 # --- live cluster operations: inventory discovery and MIG plans (branch live) -----------------------------------
@@ -164,6 +152,14 @@ def gang_notification_deliver(self, notification_id: int) -> str:
                                                   message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
         raise self.retry(countdown=_backoff(attempt, None), exc=exc)
+
+
+@shared_task(name="provisioning.gang_notification_sweep")
+def gang_notification_sweep() -> int:
+    """Beat: send again the notices whose message never reached the broker or was lost by it."""
+    return sweeps.gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
+                                          stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
+                                          max_attempts=NOTIFY_MAX_ATTEMPTS)
 
 
 # --- end status reconciliation ----------------------------------------------------------------------------------

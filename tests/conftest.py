@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from portal.demo import CLUSTERS
 from provisioning.inventory import cluster_declare
 from tests.factories import TeamFactory, make_user
+from tests.support.celery_worker import eager, running_worker
 
 # The fake Kubernetes API server (fixtures fake_kube, kube_connection, kube_client).
 pytest_plugins = ["tests.kube.fixtures"]
@@ -87,3 +88,18 @@ def valid_answers():
 def _fast_password_hashing(settings):
     # PBKDF2 costs ~0.3 s a user; tests make many users and do not test hashing strength.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def eager_celery():
+    """Dispatched tasks run in-process, retries included (tests.support.celery_worker.eager)."""
+    with eager():
+        yield
+
+
+@pytest.fixture
+def real_worker():
+    """A real Celery worker (solo pool, in a thread) on the test run's Redis broker, emptied before it starts so it
+    runs this test's tasks only. The test needs `django_db(transaction=True, serialized_rollback=True)`."""
+    with running_worker() as worker:
+        yield worker

@@ -15,7 +15,6 @@ from chargeback.services import usage_collect
 from deploy.rbac import Call, assert_least_privilege
 from intake.models import GpuRequest
 from intake.services import request_approve, request_cancel, request_submit
-from portal import celery_app
 from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
 from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from provisioning.models import Cluster
@@ -42,14 +41,6 @@ def fake():
         server.stop()
 
 
-@pytest.fixture
-def eager():
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, False
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
-
-
 def recorded(server) -> list[Call]:
     return [Call(r.method, r.path + (f"?{urlencode(r.params)}" if r.params else ""), r.content_type or None)
             for r in server.requests]
@@ -61,7 +52,7 @@ def provision(user, approver, team, name, answers, django_capture_on_commit_call
         if gpu_request.status == "pending_approval":
             request_approve(user=approver, request_id=gpu_request.pk)
         else:  # approved automatically; its dispatch ran at submit, outside this block
-            from provisioning.services import allocation_sweep
+            from provisioning.sweeps import allocation_sweep
             allocation_sweep(older_than_seconds=-1)
     gpu_request.refresh_from_db()
     assert gpu_request.status == "provisioning", (name, gpu_request.status, gpu_request.events.last().comment)
@@ -69,7 +60,7 @@ def provision(user, approver, team, name, answers, django_capture_on_commit_call
 
 
 def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_used(
-    inventory, fake, eager, engineer, team_a, platform_user, django_capture_on_commit_callbacks, settings
+    inventory, fake, eager_celery, engineer, team_a, platform_user, django_capture_on_commit_callbacks, settings
 ):
     settings.PORTAL_RECONCILE_WATCH_SECONDS = 1
     for name, version, model in (("gpu-east", "1.36", "device_plugin"), ("gpu-west", "1.36", "dra")):

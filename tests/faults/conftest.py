@@ -3,6 +3,8 @@ the portal's processes for the session (starting them takes a while); each test 
 the previous test stopped or killed, and a failing test's report carries the tail of every log."""
 from __future__ import annotations
 
+import linecache
+import os
 import re
 import shutil
 import tempfile
@@ -15,7 +17,8 @@ from tests.kube.fakeapi import FakeKubeAPI
 
 from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
 
-ARTIFACTS = REPO / "test-artifacts" / "faults"  # a failing test's whole logs are copied here (git-ignored)
+# A failing test's whole logs are copied here (git-ignored by default).
+ARTIFACTS = Path(os.environ.get("FAULT_ARTIFACTS_DIR", REPO / "test-artifacts" / "faults"))
 
 
 @pytest.fixture
@@ -64,10 +67,37 @@ def stack(fault_stack: PortalStack, fault_kube: FakeKubeAPI) -> PortalStack:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
-    report = yield
+    try:
+        report = yield
+    except Exception as exc:  # noqa: BLE001
+        # pytest itself could not describe the failure (seen: CPython 3.11's "SystemError: AST constructor
+        # recursion depth mismatch" while it parsed the failing source): report it in plain text instead.
+        report = plain_report(item, call, exc)
     if report.failed:
         portal = item.funcargs.get("stack") if hasattr(item, "funcargs") else None
         if portal is not None:
-            kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
-            report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
+            # Nothing here may raise: an error in a report hook is an INTERNALERROR that hides the test's failure.
+            try:
+                kept = portal.keep_logs(ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid))
+                report.sections.append((f"portal processes (log tails; whole logs in {kept})", portal.logs()))
+            except Exception as exc:  # noqa: BLE001
+                report.sections.append(("portal processes", f"the logs could not be kept: {exc!r}"))
     return report
+
+
+def plain_report(item, call, error: Exception) -> pytest.TestReport:
+    """The failure of `call` as a report built without pytest's source rendering: the exception, and the file,
+    line and function of each frame."""
+    lines = [f"(pytest could not render this failure: {error!r})"]
+    excinfo = call.excinfo
+    if excinfo is not None:
+        tb = excinfo.tb
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            lines.append(f"{code.co_filename}:{tb.tb_lineno} in {code.co_name}: {source}")
+            tb = tb.tb_next
+        lines.append(f"{excinfo.typename}: {excinfo.value}")
+    return pytest.TestReport(item.nodeid, item.location, {}, "failed" if excinfo else "passed",
+                             "\n".join(lines) if excinfo else None, call.when, [], call.duration,
+                             start=call.start, stop=call.stop, user_properties=list(item.user_properties))

@@ -440,6 +440,12 @@ FAST_TIMINGS = {
     "CELERY_VISIBILITY_TIMEOUT": "5",
     "PORTAL_KUBE_RETRY_BASE_SECONDS": "0.2",
     "PORTAL_KUBE_TIMEOUT_SECONDS": "2",
+    # Beat's pod reconciliation otherwise holds a worker process in a 45 s watch every minute: the other tests'
+    # work waits for it, and a test's fake API server cannot stop while the watch is open.
+    "PORTAL_RECONCILE_WATCH_SECONDS": "2",
+    # No periodic discovery: the fake API servers have no nodes, and a sync in the middle of a test would empty
+    # gpu-east's inventory and route the test's next requests to another cluster.
+    "PORTAL_INVENTORY_SYNC_SECONDS": "0",
 }
 
 
@@ -549,14 +555,16 @@ class PortalStack:
             raise RuntimeError(f"gunicorn exited:\n{tail(self.web.log_path)}")
         return Api(self.base_url, None, timeout=2).get("/healthz").status == 200
 
-    def start_worker(self, timeout: float = 60) -> Process:
+    def start_worker(self, timeout: float = 60, *, pool: str = "prefork", env: dict[str, str] | None = None) -> Process:
+        """A worker (prefork with the stack's concurrency, or `pool="solo"`: one task at a time, in the consumer
+        itself), with `env` on top of the stack's environment."""
         self._worker_generation += 1
         name = f"faults{self._worker_generation}@%h"
-        argv = self._python("-m", "celery", "-A", "portal", "worker", "-l", "INFO", "--concurrency",
-                            str(self.worker_concurrency), "-n", name, "--without-gossip", "--without-mingle",
-                            "--without-heartbeat")
+        pool_args = ["--pool", pool] + (["--concurrency", str(self.worker_concurrency)] if pool != "solo" else [])
+        argv = self._python("-m", "celery", "-A", "portal", "worker", "-l", "INFO", *pool_args, "-n", name,
+                            "--without-gossip", "--without-mingle", "--without-heartbeat")
         log = self.logdir / f"worker-{self._worker_generation}.log"
-        self.worker = Process("worker", argv, log_path=log, env=self.env, cwd=REPO).start()
+        self.worker = Process("worker", argv, log_path=log, env={**self.env, **(env or {})}, cwd=REPO).start()
         worker = self.worker
         wait_until(lambda: self._started(worker, " ready."), timeout=timeout, interval=0.2,
                    message="the Celery worker to be ready")
@@ -615,12 +623,23 @@ class PortalStack:
             return conn.execute(sql, params).fetchall()
 
     def keep_logs(self, target: Path) -> Path:
-        """Copy every log (processes, PostgreSQL, Redis) to `target`, e.g. for CI artifacts."""
+        """Copy every log there still is (processes, PostgreSQL, Redis) to `target`, e.g. for CI artifacts. After the
+        session's stack is closed (a failure in the last test's teardown) its folder is gone: what cannot be
+        copied is listed in `target`/MISSING.txt instead of failing the report of the test that failed."""
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(self.logdir, target)
-        for path in (self.postgres.log_path, self.redis.dir / "redis.log"):
-            if path.exists():
+        target.mkdir(parents=True, exist_ok=True)
+        missing = []
+        for path in [*sorted(self.logdir.glob("*.log")), self.postgres.log_path, self.redis.dir / "redis.log"]:
+            if path == Path(os.devnull):
+                continue  # a server someone else runs: no log of ours
+            try:
                 shutil.copy(path, target / path.name)
+            except OSError as exc:
+                missing.append(f"{path}: {exc.strerror or exc}")
+        if not self.logdir.is_dir():
+            missing.insert(0, f"{self.logdir}: gone (the stack was closed before the report)")
+        if missing:
+            (target / "MISSING.txt").write_text("\n".join(missing) + "\n")
         return target
 
     def logs(self) -> str:

@@ -68,7 +68,7 @@ def test_requests_and_approvals_are_kept_and_provisioned_once_redis_is_back(stac
 
 def test_messages_lost_with_a_restarted_redis_are_sent_again(stack, fault_kube):
     """Given approvals whose messages wait in Redis while no worker runs, when Redis restarts empty (they are
-    lost), then the sweep sends them again once the queue is empty, and each is applied once."""
+    lost), then the sweep sends them again, and each is applied once."""
     stack.worker.stop()
     ids = [submit(stack, name) for name in ("redis-lost-1", "redis-lost-2")]
     for request_id in ids:

@@ -5,16 +5,14 @@ from __future__ import annotations
 import io
 import json
 import logging
-import time
 import uuid
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from portal import request_context
-from portal.celery import app as celery_app
 from portal.logs import JsonFormatter, RequestContextFilter
 from portal.selectors import worker_heartbeat
+from tests.support.celery_worker import wait_for
 
 
 class Capture:
@@ -95,26 +93,9 @@ def test_plain_format_shows_a_dash_without_a_request():
     assert line == "INFO portal.x [-] hello"
 
 
-@pytest.fixture
-def celery_worker():
-    """A real Celery worker (solo pool, in a thread) consuming the real Redis broker of this test run."""
-    with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
-        yield worker
-
-
-def wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting")
-
-
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_the_request_id_of_a_view_reaches_the_task_run_by_a_real_worker(api, platform_user, celery_worker):
+def test_the_request_id_of_a_view_reaches_the_task_run_by_a_real_worker(api, platform_user, real_worker):
     rid = f"it-{uuid.uuid4().hex[:12]}"
     with Capture("portal.tasks") as logs:
         response = api(platform_user).post("/api/v1/ops/ping/", HTTP_X_REQUEST_ID=rid)
@@ -122,7 +103,7 @@ def test_the_request_id_of_a_view_reaches_the_task_run_by_a_real_worker(api, pla
         assert response.json() == {"task": "portal.ping", "request_id": rid}
         heartbeat = wait_for(lambda: (hb := worker_heartbeat()) and hb["request_id"] == rid and hb)
         line = wait_for(lambda: next((r for r in logs.records() if r["request_id"] == rid), None))
-    assert heartbeat["worker"] and heartbeat["worker"] in celery_worker.hostname
+    assert heartbeat["worker"] and heartbeat["worker"] in real_worker.hostname
     assert line["message"].startswith("pong from") and line["task_name"] == "portal.ping"
     assert line["task_id"] == heartbeat["task_id"] and line["user"] == "pat"
 
@@ -140,17 +121,12 @@ def test_only_the_platform_team_pings_workers(api, engineer, django_capture_on_c
 
 
 @pytest.mark.django_db
-def test_a_task_sent_without_a_request_gets_its_own_id(settings):
+def test_a_task_sent_without_a_request_gets_its_own_id(eager_celery):
     # Eager execution runs prerun/postrun like a worker; outside a request the task makes up its own id.
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    celery_app.conf.task_always_eager = True
-    try:
-        from portal.tasks import ping
+    from portal.tasks import ping
 
-        with Capture("portal.tasks") as logs:
-            ping.delay()
-        [line] = logs.records()
-        assert len(line["request_id"]) == 32 and line["task_name"] == "portal.ping"
-        assert request_context.current() == {}
-    finally:
-        celery_app.conf.task_always_eager = False
+    with Capture("portal.tasks") as logs:
+        ping.delay()
+    [line] = logs.records()
+    assert len(line["request_id"]) == 32 and line["task_name"] == "portal.ping"
+    assert request_context.current() == {}

@@ -14,23 +14,12 @@ from django.core.management import call_command
 
 from intake.models import GpuRequest
 from intake.services import request_approve, request_cancel, request_submit
-from portal import celery_app
 from provisioning.models import AppliedObject, Cluster, ProvisioningJob
 from tests.conftest import VALID_ANSWERS
 
 pytestmark = pytest.mark.django_db
 
 SELECTOR = "app.kubernetes.io/managed-by=gpu-portal"
-
-
-@pytest.fixture
-def eager_celery():
-    """Run dispatched tasks in-process, retries included (the broker path has its own test with a real worker).
-    Not propagating is what lets Celery's eager mode run a task's retries instead of raising them."""
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, False
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
 
 
 @pytest.fixture
@@ -189,7 +178,7 @@ def test_the_sweep_sends_queued_jobs_whose_dispatch_was_lost(
     the beat sweep sends it. (Stopping the real Redis is the fault tests' job.)"""
     from django.utils import timezone
 
-    from provisioning.services import allocation_sweep
+    from provisioning.sweeps import allocation_sweep
 
     Cluster.objects.filter(name="gpu-east").update(gitops_repo=str(tmp_path / "repo"))
     gpu_request = request_submit(user=engineer, team=team_a, name="chat", raw_answers=VALID_ANSWERS)

@@ -10,19 +10,10 @@ from django.core.management import call_command
 
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit
-from portal import celery_app
 from provisioning.models import ProvisioningJob
 from tests.conftest import VALID_ANSWERS
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def eager_celery():
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, False
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
 
 
 def test_a_failed_apply_takes_down_what_it_had_created(

@@ -9,10 +9,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from portal import celery_app
 from provisioning.inventory import cluster_declare, inventory_sync
 from provisioning.models import Cluster, Node
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
+from tests.support.celery_worker import eager
 
 pytestmark = pytest.mark.django_db
 
@@ -84,13 +84,8 @@ def test_a_cluster_never_synced_says_so(api, engineer, inventory):
 
 
 def test_the_platform_team_starts_a_sync(api, platform_user, east_live, django_capture_on_commit_callbacks):
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            response = api(platform_user).post(f"/api/v1/clusters/{east_live.pk}/sync/", {}, format="json")
-    finally:
-        celery_app.conf.task_always_eager = previous
+    with eager(), django_capture_on_commit_callbacks(execute=True):
+        response = api(platform_user).post(f"/api/v1/clusters/{east_live.pk}/sync/", {}, format="json")
 
     assert response.status_code == 202
     assert response.json() == {"cluster": "gpu-east", "status": "queued",

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from intake.models import GpuRequest
-from portal import celery_app
 from provisioning.models import Cluster
+from tests.support.celery_worker import eager
 
 pytestmark = pytest.mark.django_db
 
@@ -26,13 +26,9 @@ def test_demo_clusters_are_skipped_by_discovery_with_a_note():
         "gpu-west: skipped. No API server: gpu-west is provisioned through GitOps repository, so its inventory is "
         "what the platform team declared; discovery skips it.",
     ]
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
-        from provisioning.tasks import inventory_sync_all
+    from provisioning.tasks import inventory_sync_all
 
+    with eager():
         assert inventory_sync_all.apply().get() == 2  # the beat task does not fail
-    finally:
-        celery_app.conf.task_always_eager = previous
     assert not Cluster.objects.filter(last_synced_at__isnull=False).exists()
     assert GpuRequest.objects.get(name="chat-serving").status == "approved"

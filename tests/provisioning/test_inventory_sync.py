@@ -10,12 +10,12 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from portal import celery_app
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
 from tests.kube import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
+from tests.support.celery_worker import eager
 
 pytestmark = pytest.mark.django_db
 
@@ -206,12 +206,8 @@ def test_beat_runs_one_named_task_per_cluster(east_live):
     schedule = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert {"provisioning.inventory_sync_all", "provisioning.mig_plans_advance"} <= schedule
     assert tasks.inventory_sync.name == "provisioning.inventory_sync"
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    try:
+    with eager():
         assert tasks.inventory_sync_all.apply().get() == 2
-    finally:
-        celery_app.conf.task_always_eager = previous
     assert Cluster.objects.get(name="gpu-east").last_synced_at is not None
     assert Cluster.objects.get(name="gpu-west").last_sync_error.startswith("No API server")
     assert tasks.inventory_sync.apply(args=[999999]).get() == "gone"

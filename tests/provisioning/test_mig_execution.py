@@ -12,7 +12,6 @@ from django.test import Client
 from django.utils import timezone
 
 from intake.services import request_submit
-from portal import celery_app
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from provisioning.inventory import inventory_sync
 from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_cancel, mig_plan_propose
@@ -25,14 +24,6 @@ pytestmark = pytest.mark.django_db
 
 STATE = "nvidia.com/mig.config.state"
 NODE = "gpu-h200-2"
-
-
-@pytest.fixture
-def eager_celery():
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, True
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 
 from intake.choices import RequestStatus
 from intake.services import request_approve, request_submit, request_transition
-from portal import celery_app
 from provisioning import reconciliation
 from provisioning.selectors import request_manifests
 from tests.provisioning.reconcile import pods as k8s
@@ -30,14 +29,6 @@ def _fresh_pod_caches():
     reconciliation._POD_CACHES.clear()
     yield
     reconciliation._POD_CACHES.clear()
-
-
-@pytest.fixture
-def eager_celery():
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, False
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
 
 
 @pytest.fixture

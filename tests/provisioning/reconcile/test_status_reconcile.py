@@ -252,7 +252,7 @@ def test_a_request_cancelled_while_the_cycle_runs_skips_only_itself(provision, e
 def test_notices_whose_dispatch_was_lost_are_sent_by_the_sweep(provision, east, notified_team, webhook, eager_celery):
     from django.utils import timezone
 
-    from provisioning.reconciliation import gang_notification_sweep
+    from provisioning.sweeps import gang_notification_sweep
 
     gpu_request = provision()
     pods, _ = partial_gang(gpu_request)

@@ -1,0 +1,64 @@
+"""A busy broker for fault tests: a thread that keeps a number of real portal tasks waiting in the private Redis's
+default queue, topping it up as the worker takes them (and again after Redis restarts), and records how many
+were waiting each time it looked, so a test can show the queue was never empty."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from celery import Celery
+
+QUEUE = "celery"  # the portal's default queue (task_default_queue)
+
+
+class KeepBusy:
+    """`with KeepBusy(url, "provisioning.cluster_status_reconcile", [cluster_id], backlog=3) as busy: ...`"""
+
+    def __init__(self, broker_url: str, task: str, args: Sequence, *, backlog: int, interval: float = 0.05) -> None:
+        self.app = Celery("fault-tests-busy", broker=broker_url, set_as_current=False)
+        self.app.conf.broker_connection_retry_on_startup = False
+        self.task, self.args, self.backlog, self.interval = task, list(args), backlog, interval
+        self.samples: list[tuple[float, int]] = []  # (time.monotonic(), messages waiting)
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="keep-busy", daemon=True)
+
+    def __enter__(self) -> KeepBusy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.app.connection_for_write() as connection:
+                    connection.ensure_connection(max_retries=0)
+                    client = connection.default_channel.client
+                    with self.app.producer_or_acquire() as producer:
+                        while not self._stop.is_set():
+                            waiting = client.llen(QUEUE)
+                            self.samples.append((time.monotonic(), waiting))
+                            for _ in range(self.backlog - waiting):
+                                self.app.send_task(self.task, args=self.args, producer=producer, retry=False)
+                                self.sent += 1
+                            self._stop.wait(self.interval)
+            except Exception:  # noqa: BLE001 - Redis is restarting (refused, reset, no route yet): look again soon
+                self._stop.wait(self.interval)
+
+    def fewest_waiting(self, since: float) -> int | None:
+        """The fewest messages seen waiting from `since` (time.monotonic()) on; None if not looked since."""
+        seen = [waiting for at, waiting in self.samples if at >= since]
+        return min(seen) if seen else None
+
+    def wait_full(self, timeout: float = 30) -> float:
+        """Wait until the queue holds the whole backlog; returns when (time.monotonic())."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.samples and self.samples[-1][1] >= self.backlog:
+                return self.samples[-1][0]
+            time.sleep(self.interval)
+        raise AssertionError(f"the broker never held {self.backlog} waiting messages (last: {self.samples[-1:]})")

@@ -1,0 +1,65 @@
+"""The beat sweep of stalled-gang notices (`provisioning.gang_notification_sweep`): a notice whose retry message was
+lost (a Redis restart during its backoff) is sent again once, and fails after its last attempt; one just waiting
+out its backoff is left to its own retry."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from provisioning.models import Cluster, GangNotification
+from provisioning.reconciliation import status_reconcile
+from provisioning.tasks import NOTIFY_MAX_ATTEMPTS, gang_notification_sweep
+from tests.provisioning.reconcile import pods as k8s
+from tests.provisioning.reconcile.conftest import minutes, pods_of
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def retrying(provision, inventory, notified_team):
+    """A stalled gang's two notices (e-mail, webhook), both waiting to retry after a first failed attempt; in a test
+    transaction their after-commit dispatch never runs."""
+    gpu_request = provision()
+    pods = pods_of(gpu_request)
+    running = [k8s.moved(p, k8s.running(p, f"gpu-h100-0{i}", minutes(1))) for i, p in enumerate(pods[:3])]
+    pending = [k8s.moved(pods[3], k8s.unschedulable(pods[3], minutes(0)))]
+    status_reconcile(cluster=Cluster.objects.get(name="gpu-east"), pods=running + pending, now=minutes(16))
+    GangNotification.objects.update(status="retrying", attempts=1, message="Attempt 1 failed: HTTP 503")
+    assert GangNotification.objects.count() == 2
+    return gpu_request
+
+
+def waited(seconds: float) -> None:
+    GangNotification.objects.update(updated_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_notice_waiting_out_its_backoff_is_left_to_its_retry(retrying, eager_celery, webhook):
+    waited(60)
+    assert gang_notification_sweep.apply().get() == 0
+    assert set(GangNotification.objects.values_list("status", flat=True)) == {"retrying"}
+    assert (len(mail.outbox), len(webhook.received)) == (0, 0)
+
+
+def test_a_notice_whose_retry_message_was_lost_is_sent_again_once(retrying, eager_celery, webhook):
+    waited(3600)
+
+    assert gang_notification_sweep.apply().get() == 2
+
+    assert set(GangNotification.objects.values_list("status", "attempts")) == {("sent", 2)}
+    assert (len(mail.outbox), len(webhook.received)) == (1, 1)
+    assert gang_notification_sweep.apply().get() == 0
+
+
+def test_a_notice_lost_on_its_last_attempt_fails(retrying, eager_celery, webhook):
+    GangNotification.objects.update(attempts=NOTIFY_MAX_ATTEMPTS)
+    waited(3600)
+
+    assert gang_notification_sweep.apply().get() == 0
+
+    for notice in GangNotification.objects.all():
+        assert notice.status == "failed"
+        assert notice.message == f"Gave up after {NOTIFY_MAX_ATTEMPTS} attempts: its retry message was lost."
+    assert (len(mail.outbox), len(webhook.received)) == (0, 0)
