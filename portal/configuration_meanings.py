@@ -99,10 +99,17 @@ MEANINGS: dict[str, dict[str, str]] = {
                                   "task goes to another worker (tasks are acknowledged late)"},
     "CELERY_TASK_ALWAYS_EAGER": {"section": "celery", "meaning": "run tasks in the calling process instead of a "
                                  "worker; for benchmarks and debugging, never in production"},
-    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's `provisioning.allocation_sweep` "
-                             "sends provisioning jobs whose message never reached the broker or was lost"},
+    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's sweeps run (provisioning "
+                             "jobs and stalled-gang notices whose message never reached the broker or was lost); "
+                             "`0` turns them off"},
     "PORTAL_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a queued job sent longer ago than this and not "
-                                   "started, while the broker's queue is empty, is sent again"},
+                                   "started is sent again, however many messages wait in the queue (applying is "
+                                   "idempotent; see [Background work](operations-background-work.md))"},
+    "PORTAL_JOB_STUCK_SECONDS": {"section": "celery", "meaning": "a job `running` or `retrying` with no change for this "
+                                 "long, and no worker holding its lock, is sent again with the attempt counted, or "
+                                 "failed after its last attempt"},
+    "PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a stalled-gang notice waiting "
+                                                "longer than this is sent again by the notice sweep"},
     "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
                                    "over every enabled cluster"},
     "PORTAL_INVENTORY_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs inventory discovery of "

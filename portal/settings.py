@@ -407,7 +407,7 @@ PORTAL_JOB_STUCK_SECONDS = float(os.environ.get("PORTAL_JOB_STUCK_SECONDS", "900
 # Periodic tasks, each at its own second within its period (portal.schedules), so that they never reach the
 # workers together: at most one of them is sent in any one second with the default periods. A period of 0 (in
 # the environment) turns the entry off.
-def _every(setting: str, default: str, offset: float) -> offset_schedule | None:
+def _env_every(setting: str, default: str, offset: float) -> offset_schedule | None:
     seconds = float(os.environ.get(setting, default))
     return offset_schedule(seconds, offset=offset) if seconds > 0 else None
 
@@ -415,10 +415,10 @@ def _every(setting: str, default: str, offset: float) -> offset_schedule | None:
 CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     # Work whose message was lost: provisioning jobs, then stalled-gang notices.
     "provisioning-sweep": {
-        "task": "provisioning.allocation_sweep", "schedule": _every("PORTAL_SWEEP_SECONDS", "60", offset=5),
+        "task": "provisioning.allocation_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=5),
     },
     "provisioning-notification-sweep": {
-        "task": "provisioning.gang_notification_sweep", "schedule": _every("PORTAL_SWEEP_SECONDS", "60", offset=35),
+        "task": "provisioning.gang_notification_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=35),
     },
     # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
     "portal.ping": {"task": "portal.ping", "schedule": offset_schedule(60.0, offset=20)},
@@ -429,16 +429,16 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     },
     # MIG plans: every approved or executing plan moves on as far as it can.
     "mig-plans-advance": {
-        "task": "provisioning.mig_plans_advance", "schedule": _every("PORTAL_MIG_ADVANCE_SECONDS", "15", offset=12),
+        "task": "provisioning.mig_plans_advance", "schedule": _env_every("PORTAL_MIG_ADVANCE_SECONDS", "15", offset=12),
     },
     # Inventory discovery of every enabled cluster.
     "inventory-sync": {
         "task": "provisioning.inventory_sync_all",
-        "schedule": _every("PORTAL_INVENTORY_SYNC_SECONDS", "300", offset=130),
+        "schedule": _env_every("PORTAL_INVENTORY_SYNC_SECONDS", "300", offset=130),
     },
     # Chargeback: one ingestion pass over every enabled cluster's portal pods.
     "chargeback-usage-collect": {
-        "task": "chargeback.usage_collect", "schedule": _every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
+        "task": "chargeback.usage_collect", "schedule": _env_every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
     },
 }.items() if entry["schedule"] is not None}
 # --- end background work -----------------------------------------------------------------------------------------
