@@ -12,6 +12,9 @@ from fractions import Fraction
 from typing import Any
 
 from provisioning.catalogue import Catalogue, MigProfileSpec
+from provisioning.manifests import gangapi
+
+from .multinode import multi_node_decision
 
 WHOLE_GPU, MIG, TIME_SLICING = "whole_gpu", "mig", "time_slicing"
 SHARING_MODE = {WHOLE_GPU: "exclusive", MIG: "mig", TIME_SLICING: "time_slicing"}
@@ -102,10 +105,24 @@ class ClusterSpec:
     gang_scheduler: str
     pools: tuple[PoolSpec, ...]
     id: int | None = None
+    feature_gates: tuple[str, ...] = ()
+    jobset: bool = False
+    gang_topology_key: str = ""
+    gang_topology_name: str = ""
 
     @property
     def has_gang_scheduler(self) -> bool:
         return self.gang_scheduler != "none"
+
+    @property
+    def minor(self) -> int:
+        return int(str(self.kubernetes_version).split(".")[1])
+
+    def gang_refusal(self) -> str | None:
+        """Why this cluster's gang backend cannot run a gang as declared (the native API's gates), or None."""
+        if self.gang_scheduler == "native":
+            return gangapi.native_gang_refusal(self.minor, self.feature_gates, self.name)
+        return None
 
 
 @dataclass(frozen=True)
@@ -390,6 +407,15 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
 
     if needs_gang:
         gang_capable = [c for c in candidates if c.cluster.has_gang_scheduler]
+        refused = [c for c in gang_capable if c.cluster.gang_refusal()]
+        gang_capable = [c for c in gang_capable if not c.cluster.gang_refusal()]
+        if not gang_capable and refused:
+            raise PlacementImpossible(
+                f"{answers.replicas} training replicas must start all-or-nothing, but the cluster that could host "
+                f"them cannot gang-schedule as declared: {refused[0].cluster.gang_refusal()} (cluster field "
+                "feature_gates). Ask for one replica, or ask the platform team to enable the gate.",
+                field="replicas",
+            )
         if not gang_capable:
             names = sorted({c.cluster.name for c in candidates})
             raise PlacementImpossible(
@@ -463,6 +489,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
             reasons.add("gang", text, route)
         else:
             reasons.add("gang", text + " Multi-pod training is always gang-scheduled (platform default).")
+    multi_node = multi_node_decision(cluster, pool, inventory, needs_gang=needs_gang,
+                                     fabric_isolation=fabric_isolation, reasons=reasons)
 
     # 5. Driver: the strictest floor of the answer and the rules, and a branch a rule pins the class to.
     driver_decided = None
@@ -502,6 +530,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "memory_isolation": memory_isolation,
         "fabric_isolation": fabric_isolation,
         "gang": gang,
+        "multi_node": multi_node,
         "driver": driver_decided,
         "cluster": cluster.name,
         "node_pool": pool.name,

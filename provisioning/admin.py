@@ -68,6 +68,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         "name",
         "description",
         ("kubernetes_version", "scheduling_model", "gang_scheduler", "gang_queue"),
+        ("feature_gates", "jobset_installed", "gang_topology_key", "gang_topology_name"),
         ("applier", "api_server", "gitops_repo"),
         "enabled",
         # --- live (branch live) ---

@@ -64,6 +64,8 @@ class GpuModelSpec:
     memory_mib: int
     pci_device_ids: tuple[str, ...]
     mig: MigSpec | None = None
+    # NVLink reaches GPUs of other nodes (GB200/GB300 NVL72 racks): multi-node jobs need a ComputeDomain.
+    multinode_nvlink: bool = False
 
     @property
     def mig_capable(self) -> bool:
@@ -155,5 +157,6 @@ def load_catalogue(data_dir: Path = DATA_DIR) -> Catalogue:
             memory_mib=item["memory_mib"],
             pci_device_ids=tuple(item["pci_device_ids"]),
             mig=mig,
+            multinode_nvlink=bool(item.get("multinode_nvlink", False)),
         )
     return Catalogue(models=models, layouts=layouts)

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.core.exceptions import FieldError
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,7 +23,14 @@ logger = logging.getLogger(__name__)
 @transaction.atomic
 def cluster_declare(*, name: str, pools: list[dict], **fields) -> Cluster:
     """Create or update a cluster and its declared pools (by name). Pools not listed are left alone."""
-    cluster, _ = Cluster.objects.update_or_create(name=name, defaults=fields)
+    known = {f.name for f in Cluster._meta.concrete_fields}
+    if unknown := sorted(set(fields) - known):
+        raise FieldError(f"Cluster has no field(s) {', '.join(unknown)}")
+    cluster = Cluster.objects.filter(name=name).first() or Cluster(name=name)
+    for key, value in fields.items():
+        setattr(cluster, key, value)
+    cluster.full_clean()  # the same rules as register_cluster and the admin form (Cluster.clean)
+    cluster.save()
     for spec in pools:
         spec = dict(spec)
         gpu_model = GpuModel.objects.get(key=spec.pop("gpu_model"))

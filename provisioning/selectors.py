@@ -93,6 +93,10 @@ def inventory_snapshot() -> Inventory:
                 scheduling_model=cluster.scheduling_model,
                 gang_scheduler=cluster.gang_scheduler,
                 pools=pools,
+                feature_gates=tuple(cluster.feature_gates or ()),
+                jobset=cluster.jobset_installed,
+                gang_topology_key=cluster.gang_topology_key,
+                gang_topology_name=cluster.gang_topology_name,
             )
         )
     return Inventory(clusters=tuple(clusters), catalogue=catalogue)
@@ -111,6 +115,10 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         gang_scheduler=cluster.gang_scheduler,
         gang_queue=cluster.gang_queue,
         label_domain=settings.PORTAL_LABEL_DOMAIN,
+        feature_gates=tuple(cluster.feature_gates or ()),
+        jobset=cluster.jobset_installed,
+        gang_topology_key=cluster.gang_topology_key,
+        gang_topology_name=cluster.gang_topology_name,
         pool=PoolProfile(
             name=pool.name,
             # The product the pool's nodes carry, once discovery has seen them (branch live).
@@ -124,8 +132,14 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             node_selector=dict(pool.node_selector or {}),
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
+            multinode_nvlink=_multinode_nvlink(pool),
         ),
     )
+
+
+def _multinode_nvlink(pool) -> bool:
+    model = load_catalogue().models.get(pool.gpu_model.key)
+    return bool(model and model.multinode_nvlink)
 
 
 def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:

@@ -16,13 +16,15 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
   admission, not placement: an all-or-nothing *start* also needs `waitForPodsReady` in Kueue's config.
 - native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
   `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
-  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`. 1.34 has no native gang.
+  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
+  the `GenericWorkload` gate (off by default in 1.37; gangapi.py). 1.34 has no native gang.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import gangapi
 from .context import RenderContext
 from .devices import GpuPlacement
 from .errors import RenderError
@@ -205,17 +207,15 @@ def build_native_pod_group(ctx: RenderContext, name: str, workload_name: str) ->
 
 def _native(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
     workload_name = job_name
-    if ctx.minor < 35:
-        raise RenderError(
-            f"Cluster {ctx.cluster.name} runs Kubernetes 1.{ctx.minor}, which has no native gang scheduling "
-            "(the Workload API starts in 1.35 as alpha). Use Volcano, KAI or Kueue there, or upgrade the cluster."
-        )
+    refusal = gangapi.native_gang_refusal(ctx.minor, ctx.cluster.feature_gates, ctx.cluster.name)
+    if refusal:
+        raise RenderError(refusal)
     if ctx.minor == 35:
         return GangWiring(
             objects=[build_workload_v1alpha1(ctx, workload_name, job_name)],
             pod_spec={"workloadRef": {"name": workload_name, "podGroup": POD_GROUP_TEMPLATE}},
         )
-    api_version = "scheduling.k8s.io/v1alpha2" if ctx.minor == 36 else "scheduling.k8s.io/v1beta1"
+    api_version = gangapi.NATIVE_API_VERSION[ctx.minor]
     group_name = child_name(job_name, POD_GROUP_TEMPLATE)
     return GangWiring(
         objects=[

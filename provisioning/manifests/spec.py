@@ -59,6 +59,8 @@ class PoolProfile:
     node_selector: dict[str, str] = field(default_factory=dict)
     taints: tuple[dict, ...] = ()  # [{key, value?, effect}] on the pool's nodes
     nvlink_domain: str = ""  # nvidia.com/gpu.clique value when the pool is on an NVLink fabric
+    # The GPU model's NVLink spans nodes (GB200/GB300 NVL72): cross-node GPU memory needs a ComputeDomain (IMEX).
+    multinode_nvlink: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,7 @@ class ClusterProfile:
     pool: PoolProfile
     gang_queue: str = ""  # Kueue ClusterQueue / KAI or Volcano parent queue, when the platform set one
     label_domain: str = "gpu-portal.io"
+    feature_gates: tuple[str, ...] = ()  # Kubernetes feature gates the platform team turned on
+    jobset: bool = False  # the JobSet controller (jobset.x-k8s.io/v1alpha2) is installed
+    gang_topology_key: str = ""  # node label a gang is packed into (e.g. nvidia.com/gpu.clique, a rack label)
+    gang_topology_name: str = ""  # KAI Topology object / Volcano HyperNode tier that defines the domains

@@ -21,6 +21,14 @@ class Command(BaseCommand):
         parser.add_argument("--scheduling-model", dest="scheduling_model", choices=SchedulingModel.values)
         parser.add_argument("--gang-scheduler", dest="gang_scheduler", choices=GangScheduler.values)
         parser.add_argument("--kubernetes-version", dest="kubernetes_version", choices=KUBERNETES_VERSIONS)
+        parser.add_argument("--feature-gate", dest="feature_gates", action="append", default=None,
+                            help="a Kubernetes feature gate turned on in the cluster (repeat), e.g. GenericWorkload")
+        parser.add_argument("--jobset", dest="jobset_installed", action="store_true", default=None,
+                            help="the JobSet controller is installed: a failed rank restarts the whole gang")
+        parser.add_argument("--gang-topology-key", dest="gang_topology_key",
+                            help="node label a gang is packed into, e.g. nvidia.com/gpu.clique")
+        parser.add_argument("--gang-topology-name", dest="gang_topology_name",
+                            help="KAI Topology object or Volcano HyperNode tier defining the domains")
 
     def handle(self, *args, name, server, gitops_repo, token, ca_cert_file, insecure, **options):
         ca_cert = None
@@ -30,7 +38,9 @@ class Command(BaseCommand):
                     ca_cert = handle.read()
             except OSError as exc:
                 raise CommandError(f"cannot read --ca-cert-file: {exc}") from exc
-        settings = {k: options[k] for k in ("scheduling_model", "gang_scheduler", "kubernetes_version") if options[k]}
+        names = ("scheduling_model", "gang_scheduler", "kubernetes_version", "feature_gates", "jobset_installed",
+                 "gang_topology_key", "gang_topology_name")
+        settings = {k: options[k] for k in names if options[k] is not None}
         try:
             cluster, created = cluster_register(
                 name=name, server=server, gitops_repo=gitops_repo, token=token, ca_cert=ca_cert,

@@ -146,6 +146,8 @@ def cases() -> list[Case]:
             pool=pool,
             gang_queue="research" if backend in ("kai", "volcano") else "",
             label_domain="gpu-portal.example.com",
+            # The native gang at 1.37 needs the (off by default) gate declared; its absence is tested on its own.
+            feature_gates=("GenericWorkload",) if backend == "native" and version == "1.37" else (),
         )
         found.append(
             Case(
