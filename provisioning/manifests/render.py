@@ -10,6 +10,7 @@ from .context import RenderContext, make_context
 from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
 from .gang import gang_wiring
+from .labels import mark_owned
 from .names import child_name, service_name
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
@@ -38,12 +39,10 @@ def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
         ports=[{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
     )
     template = build_pod_template(ctx, placement, container, restart_policy="Never", gang=gang, subdomain=headless)
-    return [
-        *placement.objects,
-        *(gang.objects if gang else ()),
-        build_headless_service(ctx, headless),
-        build_job(ctx, job_name, template, gang),
-    ]
+    job = build_job(ctx, job_name, template, gang)
+    # Gang objects live as long as the Job: deleting it lets the garbage collector remove them.
+    owned = [mark_owned(obj, job, ctx.domain) for obj in (gang.objects if gang else ())]
+    return [*placement.objects, *owned, build_headless_service(ctx, headless), job]
 
 
 def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:

@@ -175,6 +175,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     apply("/apis/scheduling.volcano.sh/v1beta1/queues/team-a", {"kind": "Queue"})
     for group, version, plural in NAMESPACED:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
+    request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner
     # cancel: list each kind by the request's labels, then delete each object
     for group, version, plural in NAMESPACED:
         request("GET", f"{base(group, version)}/namespaces/team-a/{plural}",
