@@ -69,6 +69,8 @@ RULES: tuple[Rule, ...] = (
          APPLY_AND_TEAR_DOWN, ("apps",), ("deployments",)),
     Rule("Training workloads; read one Job for its uid, which its gang objects name as their owner.",
          (*APPLY_AND_TEAR_DOWN, "get"), ("batch",), ("jobs",)),
+    Rule("Multi-pod training on clusters with JobSet (a failed rank restarts the whole gang); read one for its uid.",
+         (*APPLY_AND_TEAR_DOWN, "get"), ("jobset.x-k8s.io",), ("jobsets",)),
     Rule("Disruption budgets of served workloads.",
          APPLY_AND_TEAR_DOWN, ("policy",), ("poddisruptionbudgets",)),
     Rule("GPU claims on DRA clusters (resource.k8s.io/v1).",

@@ -11,6 +11,7 @@ from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
 from .gang import gang_wiring
 from .labels import mark_owned
+from .restart import build_jobset, child_job_name, whole_gang_fails
 from .names import child_name, service_name
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
@@ -29,9 +30,14 @@ from .workloads import (
 
 
 def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
-    job_name = ctx.base
+    name = ctx.base
     headless = service_name(ctx.base)
-    gang = gang_wiring(ctx, job_name, placement)
+    multi_pod = ctx.request.gang is not None
+    use_jobset = multi_pod and ctx.cluster.jobset
+    # Under JobSet the pods belong to its child Job, whose name gives them their hostnames.
+    job_name = child_job_name(name) if use_jobset else name
+    owner_kind = ("jobset.x-k8s.io", "JobSet") if use_jobset else ("batch", "Job")
+    gang = gang_wiring(ctx, name, placement, owner_kind=owner_kind)
     container = build_container(
         ctx,
         placement,
@@ -39,10 +45,13 @@ def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
         ports=[{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
     )
     template = build_pod_template(ctx, placement, container, restart_policy="Never", gang=gang, subdomain=headless)
-    job = build_job(ctx, job_name, template, gang)
-    # Gang objects live as long as the Job: deleting it lets the garbage collector remove them.
-    owned = [mark_owned(obj, job, ctx.domain) for obj in (gang.objects if gang else ())]
-    return [*placement.objects, *owned, build_headless_service(ctx, headless), job]
+    job = build_job(ctx, name, template, gang)
+    if multi_pod:
+        job["spec"]["podFailurePolicy"] = whole_gang_fails()
+    workload = build_jobset(ctx, name, job) if use_jobset else job
+    # Gang objects live as long as the workload: deleting it lets the garbage collector remove them.
+    owned = [mark_owned(obj, workload, ctx.domain) for obj in (gang.objects if gang else ())]
+    return [*placement.objects, *owned, build_headless_service(ctx, headless), workload]
 
 
 def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:

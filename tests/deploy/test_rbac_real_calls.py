@@ -88,7 +88,9 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
     for backend in ("volcano", "kai", "kueue"):
         Cluster.objects.filter(pk=east.pk).update(gang_scheduler=backend)
         run(f"train-{backend}", TRAINING)
-    Cluster.objects.filter(pk=east.pk).update(gang_scheduler="volcano")
+    Cluster.objects.filter(pk=east.pk).update(gang_scheduler="volcano", jobset_installed=True)
+    run("train-jobset", TRAINING)
+    Cluster.objects.filter(pk=east.pk).update(jobset_installed=False)
     serving = run("serve", VALID_ANSWERS)
     run("notebook", NOTEBOOK)
     run("big-train", {**TRAINING, "gpu_memory_gb": 150})  # only the B200s (DRA, native gang) hold it
