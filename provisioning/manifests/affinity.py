@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .context import RenderContext
 from .errors import RenderError
+from .labels import selector_for_request
+from .nvlink import compute_domain_needed
 
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -15,7 +17,7 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
     """matchExpressions that must all hold on the node (they go into one nodeSelectorTerm: terms are ORed)."""
     request, pool = ctx.request, ctx.cluster.pool
     expressions = []
-    if request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain:
+    if (request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain) or compute_domain_needed(ctx):
         # A node without the clique label never falls in an anti-affinity domain, so it must be excluded.
         expressions.append({"key": CLIQUE_LABEL, "operator": "Exists"})
     if request.driver_min_major:
@@ -65,6 +67,16 @@ def build_affinity(ctx: RenderContext) -> dict | None:
     if expressions:
         affinity["nodeAffinity"] = {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        }
+    if compute_domain_needed(ctx) and ctx.request.replicas > 1:
+        # One ComputeDomain cannot span NVLink domains: all pods of the request share one clique.
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": CLIQUE_LABEL,
+                    "labelSelector": {"matchLabels": selector_for_request(ctx.request.request_id, ctx.domain)},
+                }
+            ]
         }
     if ctx.request.fabric_isolation == "tenant_exclusive":
         affinity["podAntiAffinity"] = build_tenant_anti_affinity(ctx)

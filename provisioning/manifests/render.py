@@ -13,6 +13,7 @@ from .gang import gang_wiring
 from .labels import mark_owned
 from .restart import build_jobset, child_job_name, whole_gang_fails
 from .names import child_name, service_name
+from .nvlink import add_imex_channel
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
 from .workloads import (
@@ -90,7 +91,10 @@ def render(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
     """The request's own objects (no namespace or quota) in apply order. Raises RenderError."""
     ctx = make_context(request, cluster)
     placement = gpu_placement(ctx)
-    return _RENDERERS[request.workload_class](ctx, placement)
+    add_imex_channel(ctx, placement)
+    objects = _RENDERERS[request.workload_class](ctx, placement)
+    # The ComputeDomain lives as long as the workload (the last object) whose pods use it.
+    return [mark_owned(o, objects[-1], ctx.domain) if o["kind"] == "ComputeDomain" else o for o in objects]
 
 
 def render_all(team: TeamSpec, request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
