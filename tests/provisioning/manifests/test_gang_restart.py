@@ -59,7 +59,8 @@ def test_with_jobset_the_whole_gang_restarts(backend, version):
     # Rank 0 is pod 0 of the child Job <jobset>-workers-0 (JobSet names it so).
     assert env["MASTER_ADDR"].startswith(f"{name}-workers-0-0.")
     for owned in [o for o in objects if o["kind"] in ("PodGroup", "Workload")]:
-        assert owned["metadata"]["annotations"]["gpu-portal.example.com/owner"] == f"jobset.x-k8s.io/v1alpha2 JobSet {name}"
+        owner = owned["metadata"]["annotations"]["gpu-portal.example.com/owner"]
+        assert owner == f"jobset.x-k8s.io/v1alpha2 JobSet {name}"
     if backend == "kueue":
         assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] and jobset["spec"]["suspend"] is True
         assert "kueue.x-k8s.io/queue-name" not in replicated["template"]["metadata"]["labels"]

@@ -46,7 +46,8 @@ def test_a_gang_on_nvl72_gets_its_compute_domain_and_stays_in_one_clique(model):
     assert domain["apiVersion"] == "resource.nvidia.com/v1beta1"
     template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
     job = objects[-1]
-    assert domain["metadata"]["annotations"]["gpu-portal.example.com/owner"] == f"batch/v1 Job {job['metadata']['name']}"
+    owner = domain["metadata"]["annotations"]["gpu-portal.example.com/owner"]
+    assert owner == f"batch/v1 Job {job['metadata']['name']}"
     spec = _pod_spec(objects)
     assert {"name": "imex", "resourceClaimTemplateName": template} in spec["resourceClaims"]
     assert {"name": "imex"} in spec["containers"][0]["resources"]["claims"]
