@@ -15,6 +15,9 @@ from provisioning.catalogue import Catalogue, MigProfileSpec
 from provisioning.vocabulary import MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES, STRATEGY_WORDS
 from provisioning.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
 from provisioning.vocabulary import TIME_SLICING, WHOLE_GPU
+from provisioning.manifests import gangapi
+
+from .multinode import multi_node_decision
 
 PLATFORM_DEFAULT_STRATEGY = WHOLE_GPU
 
@@ -104,10 +107,24 @@ class ClusterSpec:
     gang_scheduler: str
     pools: tuple[PoolSpec, ...]
     id: int | None = None
+    feature_gates: tuple[str, ...] = ()
+    jobset: bool = False
+    gang_topology_key: str = ""
+    gang_topology_name: str = ""
 
     @property
     def has_gang_scheduler(self) -> bool:
         return self.gang_scheduler != "none"
+
+    @property
+    def minor(self) -> int:
+        return int(str(self.kubernetes_version).split(".")[1])
+
+    def gang_refusal(self) -> str | None:
+        """Why this cluster's gang backend cannot run a gang as declared (the native API's gates), or None."""
+        if self.gang_scheduler == "native":
+            return gangapi.native_gang_refusal(self.minor, self.feature_gates, self.name)
+        return None
 
 
 @dataclass(frozen=True)
@@ -410,6 +427,15 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
 
     if needs_gang:
         gang_capable = [c for c in candidates if c.cluster.has_gang_scheduler]
+        refused = [c for c in gang_capable if c.cluster.gang_refusal()]
+        gang_capable = [c for c in gang_capable if not c.cluster.gang_refusal()]
+        if not gang_capable and refused:
+            raise PlacementImpossible(
+                f"{answers.replicas} training replicas must start all-or-nothing, but the cluster that could host "
+                f"them cannot gang-schedule as declared: {refused[0].cluster.gang_refusal()} (cluster field "
+                "feature_gates). Ask for one replica, or ask the platform team to enable the gate.",
+                field="replicas",
+            )
         if not gang_capable:
             names = sorted({c.cluster.name for c in candidates})
             raise PlacementImpossible(
@@ -495,6 +521,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
             reasons.add("gang", text, route)
         else:
             reasons.add("gang", text + " Multi-pod training is always gang-scheduled (platform default).")
+    multi_node = multi_node_decision(cluster, pool, inventory, needs_gang=needs_gang,
+                                     fabric_isolation=fabric_isolation, reasons=reasons)
 
     # 5. Driver: the strictest floor of the answer and the rules, and a branch a rule pins the class to.
     driver_decided = None
@@ -536,6 +564,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "memory_limit_gb": round(chosen.gpu_memory_gb, 1) if strategy == MPS else None,
         "fabric_isolation": fabric_isolation,
         "gang": gang,
+        "multi_node": multi_node,
         "driver": driver_decided,
         "cluster": cluster.name,
         "node_pool": pool.name,

@@ -70,6 +70,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         ("kubernetes_version", "scheduling_model", "gang_scheduler", "gang_queue"),
         "dra_feature_gates",
         ("gang_scheduler_owns_gpu_nodes", "dra_mps_support"),
+        ("feature_gates", "jobset_installed", "gang_topology_key", "gang_topology_name"),
         ("applier", "api_server", "gitops_repo"),
         ("ingress_namespace", "ingress_pod_labels"),
         ("metrics_namespace", "metrics_pod_labels"),

@@ -79,6 +79,8 @@ class GpuModelSpec:
     pci_device_ids: tuple[str, ...]
     mig: MigSpec | None = None
     skus: tuple[str, ...] = ()  # NVML names of every card sold as this model, the primary first
+    # NVLink reaches GPUs of other nodes (GB200/GB300 NVL72 racks): multi-node jobs need a ComputeDomain.
+    multinode_nvlink: bool = False
 
     @property
     def mig_capable(self) -> bool:
@@ -184,6 +186,7 @@ def load_catalogue(data_dir: Path = DATA_DIR) -> Catalogue:
             pci_device_ids=tuple(item["pci_device_ids"]),
             mig=mig,
             skus=tuple(item.get("skus") or [item["dra_product_name"]]),
+            multinode_nvlink=bool(item.get("multinode_nvlink", False)),
         )
         spec = models[item["key"]]
         if (spec.skus[0], spec.products[0]) != (spec.dra_product_name, spec.product):

@@ -44,6 +44,8 @@ from .choices import (
 from .manifests.devices import DRA_DRIVER_FEATURE_GATES
 from .manifests.network import namespace_problems, pod_label_problems
 from .vocabulary import REPLICATED
+from .manifests import gangapi
+from .manifests.context import kubernetes_minor
 
 driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
 
@@ -153,6 +155,19 @@ class Cluster(models.Model):
         help_text="the NVIDIA DRA driver runs with its MPSSupport feature gate (alpha, off by default): DRA pools "
         "may share GPUs through MPS",
     )
+    # --- multi-node training: what the platform team turned on (rules in provisioning/manifests/gangapi.py) ---
+    feature_gates = models.JSONField(
+        default=list, blank=True, help_text="Kubernetes feature gates turned on, e.g. [\"GenericWorkload\"]"
+    )
+    jobset_installed = models.BooleanField(
+        default=False, help_text="JobSet (jobset.x-k8s.io/v1alpha2) runs here: a failed rank restarts the whole gang"
+    )
+    gang_topology_key = models.CharField(
+        max_length=63, blank=True, help_text="node label a gang is packed into, e.g. nvidia.com/gpu.clique"
+    )
+    gang_topology_name = models.CharField(
+        max_length=63, blank=True, help_text="KAI Topology object or Volcano HyperNode tier defining the domains"
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
@@ -178,8 +193,28 @@ class Cluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def clean(self) -> None:
+    def clean(self):
         errors = {}
+        gates = self.feature_gates
+        if not isinstance(gates, list) or not all(isinstance(g, str) for g in gates):
+            errors["feature_gates"] = "A list of feature gate names, e.g. [\"GenericWorkload\"]."
+            gates = []
+        elif unknown := sorted(set(gates) - set(gangapi.KNOWN_FEATURE_GATES)):
+            errors["feature_gates"] = (
+                f"Unknown feature gate(s) {', '.join(unknown)}; the portal reads "
+                f"{', '.join(gangapi.KNOWN_FEATURE_GATES)}."
+            )
+        minor = kubernetes_minor(self.kubernetes_version) if self.kubernetes_version in KUBERNETES_VERSIONS else None
+        if minor is not None and self.gang_scheduler == GangScheduler.NATIVE:
+            refusal = gangapi.native_gang_refusal(minor, gates, self.name or "this cluster")
+            if refusal and minor in gangapi.NATIVE_GATES_REQUIRED:
+                errors.setdefault("feature_gates", refusal)
+        if minor is not None:
+            problem = gangapi.topology_refusal(
+                self.gang_scheduler, minor, self.gang_topology_key, self.gang_topology_name, gates
+            )
+            if problem:
+                errors.setdefault(problem[0], problem[1])
         for prefix in ("ingress", "metrics"):
             if getattr(self, f"{prefix}_pod_labels") and not getattr(self, f"{prefix}_namespace"):
                 errors[f"{prefix}_namespace"] = "Name the namespace the pods with these labels run in."

@@ -105,6 +105,10 @@ def inventory_snapshot() -> Inventory:
                 scheduling_model=cluster.scheduling_model,
                 gang_scheduler=cluster.gang_scheduler,
                 pools=pools,
+                feature_gates=tuple(cluster.feature_gates or ()),
+                jobset=cluster.jobset_installed,
+                gang_topology_key=cluster.gang_topology_key,
+                gang_topology_name=cluster.gang_topology_name,
             )
         )
     return Inventory(clusters=tuple(clusters), catalogue=catalogue)
@@ -131,6 +135,10 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         label_domain=settings.PORTAL_LABEL_DOMAIN,
         ingress_controller=_network_peer(cluster.ingress_namespace, cluster.ingress_pod_labels),
         metrics_scraper=_network_peer(cluster.metrics_namespace, cluster.metrics_pod_labels),
+        feature_gates=tuple(cluster.feature_gates or ()),
+        jobset=cluster.jobset_installed,
+        gang_topology_key=cluster.gang_topology_key,
+        gang_topology_name=cluster.gang_topology_name,
         pool=PoolProfile(
             name=pool.name,
             # The product the pool's nodes carry, once discovery has seen them (branch live).
@@ -148,6 +156,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
             gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
             dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
+            multinode_nvlink=_multinode_nvlink(pool),
         ),
         dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
         dra_extended_resources=cluster_extended_resources(cluster),
@@ -165,6 +174,11 @@ def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
                                           scheduling_model=pool.effective_scheduling_model)
     except RenderError:
         return None
+
+
+def _multinode_nvlink(pool) -> bool:
+    model = load_catalogue().models.get(pool.gpu_model.key)
+    return bool(model and model.multinode_nvlink)
 
 
 def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:

@@ -58,8 +58,9 @@ class ReasonSerializer(serializers.Serializer):
     field = serializers.CharField(help_text="the decision field this reason explains")
     text = serializers.CharField()
     source = serializers.ChoiceField(
-        choices=ReasonSource.values + ["answer"],
-        help_text="policy: a rule decided; answer: you asked for it; default: nothing decided, inherited",
+        choices=ReasonSource.values + ["answer", "cluster"],
+        help_text="policy: a rule decided; answer: you asked for it; default: nothing decided, inherited; "
+                  "cluster: how the platform team set the cluster up",
     )
     rule = serializers.CharField(allow_null=True)
 
@@ -67,6 +68,13 @@ class ReasonSerializer(serializers.Serializer):
 class GangSerializer(serializers.Serializer):
     min_members = serializers.IntegerField()
     backend = serializers.CharField()
+
+
+class MultiNodeSerializer(serializers.Serializer):
+    restart = serializers.CharField(allow_null=True,
+                                    help_text="a failed rank: jobset restarts the whole gang, fail_job fails it")
+    topology = serializers.CharField(allow_null=True, help_text="node label / tier the gang is packed into")
+    compute_domain = serializers.BooleanField(help_text="a ComputeDomain (IMEX) of its own, on multi-node NVLink")
 
 
 class DriverSerializer(serializers.Serializer):
@@ -93,6 +101,7 @@ class DecisionSerializer(serializers.Serializer):
         allow_null=True, required=False, help_text="per-client device memory limit (MPS only); null otherwise")
     fabric_isolation = serializers.ChoiceField(choices=FabricIsolation.values)
     gang = GangSerializer(allow_null=True)
+    multi_node = MultiNodeSerializer(allow_null=True, default=None)
     driver = DriverSerializer(allow_null=True)
     cluster = serializers.CharField()
     node_pool = serializers.CharField()

@@ -25,7 +25,7 @@ def applier_for(
     if applier == KUBERNETES:
         if connection is None:
             raise ValueError(f"cluster {cluster_name}: the kubernetes applier needs a connection")
-        return KubernetesApplier(connection)
+        return KubernetesApplier(connection, label_domain=label_domain)
     if applier == GITOPS:
         if not gitops_repo:
             raise ValueError(f"cluster {cluster_name}: the gitops applier needs a repository path")

@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes.dynamic.resource import Resource
 
 from provisioning.appliers.base import AppliedRef, KubeObject, require_selector
+from provisioning.manifests.labels import owner_annotation_key
 from provisioning.kube.client import ClusterConnection, KubeClient, format_label_selector, raw
 from provisioning.kube.errors import KubeError, PermanentKubeError, kube_errors
 
@@ -42,17 +43,60 @@ def describe(api_version: str, kind: str, namespace: str | None, name: str) -> s
     return f"{api_version} {kind} {namespace + '/' if namespace else ''}{name}"
 
 
+def owner_of(obj: Mapping[str, Any], annotation: str) -> tuple[str, str, str] | None:
+    """(apiVersion, kind, name) of the owner the renderer named in `annotation`, or None."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(annotation, "")
+    parts = value.split()
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 else None
+
+
+def with_owner(obj: Mapping[str, Any], owner: tuple[str, str, str], uid: str) -> dict[str, Any]:
+    """A copy of `obj` owned by `owner` (not as its controller: the Job controller must not adopt it)."""
+    api_version, kind, name = owner
+    meta = {**obj["metadata"], "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": name,
+                                                    "uid": uid}]}
+    return {**obj, "metadata": meta}
+
+
 class KubernetesApplier:
     """Applies to and deletes from one cluster through its API server. Idempotent in both directions."""
 
-    def __init__(self, connection: ClusterConnection, *, client: KubeClient | None = None) -> None:
+    def __init__(
+        self, connection: ClusterConnection, *, client: KubeClient | None = None, label_domain: str = "gpu-portal.io"
+    ) -> None:
         self.connection = connection
         self._owns_client = client is None
         self._kube = client or KubeClient(connection)
+        self._owner_annotation = owner_annotation_key(label_domain)
 
     def apply(self, objects: Sequence[KubeObject]) -> list[AppliedRef]:
-        """Server-side apply each object in the order given (the renderer puts Namespaces first)."""
-        return [self._apply_one(obj) for obj in objects]
+        """Server-side apply each object in the order given (the renderer puts Namespaces first).
+
+        An object whose owner annotation names another object (gang objects name their Job) gets `ownerReferences`
+        with the owner's uid. Gang objects come before their Job (the scheduler needs the group when the pods
+        appear), so on a first apply the owner does not exist yet: those objects are applied again once it does.
+        On later applies the owner's uid is read first, so the objects are sent once and unchanged."""
+        refs: list[AppliedRef] = []
+        uids: dict[tuple[str, str, str, str], str] = {}
+        waiting: list[tuple[int, KubeObject, tuple[str, str, str]]] = []
+        for obj in objects:
+            owner = owner_of(obj, self._owner_annotation)
+            namespace = (obj.get("metadata") or {}).get("namespace") or ""
+            if owner is not None:
+                uid = uids.get((namespace, *owner)) or self._live_uid(owner, namespace)
+                if uid:
+                    obj = with_owner(obj, owner, uid)
+                else:
+                    waiting.append((len(refs), obj, owner))
+            ref = self._apply_one(obj)
+            uids[(ref.namespace, ref.api_version, ref.kind, ref.name)] = ref.uid
+            refs.append(ref)
+        for index, obj, owner in waiting:
+            namespace = obj["metadata"].get("namespace") or ""
+            uid = uids.get((namespace, *owner))
+            if uid:
+                refs[index] = self._apply_one(with_owner(obj, owner, uid))
+        return refs
 
     def delete(
         self, selector: Mapping[str, str], namespaces: Sequence[str], kinds: Sequence[tuple[str, str]]
@@ -91,6 +135,22 @@ class KubernetesApplier:
                 serializer=raw,
             )
         return applied_ref(live)
+
+    def _live_uid(self, owner: tuple[str, str, str], namespace: str) -> str:
+        """The uid of the named owner if it exists already, else ""."""
+        api_version, kind, name = owner
+        resource = self._kube.resource(api_version, kind)
+        what = describe(api_version, kind, namespace, name)
+        try:
+            with kube_errors(f"read {what}"):
+                live = self._kube.dynamic.get(
+                    resource, name=name, namespace=namespace if resource.namespaced else None, serializer=raw
+                )
+        except KubeError as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        return (live.get("metadata") or {}).get("uid", "")
 
     def _list(self, resource: Resource, namespace: str | None, label_selector: str) -> list[dict[str, Any]]:
         with kube_errors(f"list {resource.group_version} {resource.kind} in {namespace or 'the cluster'}"):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .context import RenderContext
 from .errors import RenderError
+from .labels import selector_for_request
+from .nvlink import compute_domain_needed
 
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -25,7 +27,7 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
     expressions = []
     if request.strategy == "mig" and ctx.cluster.scheduling_model != "dra":
         expressions.append({"key": MIG_CONFIG_STATE_LABEL, "operator": "In", "values": ["success"]})
-    if request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain:
+    if (request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain) or compute_domain_needed(ctx):
         # A node without the clique label never falls in an anti-affinity domain, so it must be excluded.
         expressions.append({"key": CLIQUE_LABEL, "operator": "Exists"})
     if request.driver_min_major:
@@ -85,6 +87,16 @@ def build_affinity(ctx: RenderContext) -> dict | None:
     if expressions:
         affinity["nodeAffinity"] = {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        }
+    if compute_domain_needed(ctx) and ctx.request.replicas > 1:
+        # One ComputeDomain cannot span NVLink domains: all pods of the request share one clique.
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": CLIQUE_LABEL,
+                    "labelSelector": {"matchLabels": selector_for_request(ctx.request.request_id, ctx.domain)},
+                }
+            ]
         }
     if ctx.request.fabric_isolation == "tenant_exclusive":
         affinity["podAntiAffinity"] = build_tenant_anti_affinity(ctx)

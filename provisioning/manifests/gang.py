@@ -16,7 +16,8 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
   admission, not placement: an all-or-nothing *start* also needs `waitForPodsReady` in Kueue's config.
 - native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
   `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
-  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`. 1.34 has no native gang.
+  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
+  the `GenericWorkload` gate (off by default in 1.37; gangapi.py). 1.34 has no native gang.
 
 Pods that need no gang (inference, development, one-replica training) on a cluster whose GPU nodes Volcano or
 KAI schedule use that scheduler too (`scheduler_wiring`): two schedulers handing out the same GPUs race, and
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import gangapi
 from .context import RenderContext
 from .devices import GpuPlacement
 from .errors import RenderError
@@ -49,6 +51,22 @@ KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 SCHEDULER_NAMES = {"volcano": "volcano", "kai": "kai-scheduler"}
 
+# Kueue v0.19 TAS: the pod set is admitted only into one domain of this level (site docs
+# concepts/topology_aware_scheduling.md; pkg/controller/constants).
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+
+
+def gang_topology(ctx: RenderContext) -> tuple[str, str] | None:
+    """(node label key, Topology/tier name) the cluster packs gangs into, when its backend can honour it; the
+    decision's `topology` reason is derived from the same rule (gangapi.topology_refusal)."""
+    cluster = ctx.cluster
+    key, name = cluster.gang_topology_key, cluster.gang_topology_name
+    if not (key or name):
+        return None
+    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates):
+        return None
+    return key, name
+
 
 @dataclass
 class GangWiring:
@@ -61,13 +79,18 @@ class GangWiring:
     pod_spec: dict = field(default_factory=dict)
 
 
-def gang_wiring(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring | None:
-    """The gang objects and marks for this request, or None when it asks for no gang."""
+def gang_wiring(
+    ctx: RenderContext, job_name: str, placement: GpuPlacement, owner_kind: tuple[str, str] = ("batch", "Job")
+) -> GangWiring | None:
+    """The gang objects and marks for this request, or None when it asks for no gang. `job_name` is the top
+    owner (Job, or JobSet of kind `owner_kind`)."""
     gang = ctx.request.gang
     if gang is None:
         return None
     _check_gang(ctx)
-    builder = {"volcano": _volcano, "kai": _kai, "kueue": _kueue, "native": _native}[gang.backend]
+    if gang.backend == "native":
+        return _native(ctx, job_name, placement, owner_kind)
+    builder = {"volcano": _volcano, "kai": _kai, "kueue": _kueue}[gang.backend]
     return builder(ctx, job_name, placement)
 
 
@@ -118,11 +141,15 @@ def build_volcano_pod_group(ctx: RenderContext, name: str, placement: GpuPlaceme
     min_resources = {"cpu": str(host.cpu * members), "memory": f"{host.memory_gi * members}Gi"}
     if placement.gpu_resource:
         min_resources[placement.gpu_resource] = str(ctx.request.gpus_per_replica * members)
+    spec = {"minMember": members, "minResources": min_resources, "queue": team_queue_name(ctx.request.team)}
+    if topology := gang_topology(ctx):
+        # HyperNode tiers (volcano v1.15.1 PodGroup CRD networkTopology): hard = never cross that tier.
+        spec["networkTopology"] = {"mode": "hard", "highestTierName": topology[1]}
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": ctx.metadata(name),
-        "spec": {"minMember": members, "minResources": min_resources, "queue": team_queue_name(ctx.request.team)},
+        "spec": spec,
     }
 
 
@@ -138,11 +165,15 @@ def _volcano(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> Gang
 
 
 def build_kai_pod_group(ctx: RenderContext, name: str) -> dict:
+    spec = {"minMember": ctx.request.gang.min_members, "queue": team_queue_name(ctx.request.team)}
+    if topology := gang_topology(ctx):
+        # KAI v0.17 PodGroup CRD topologyConstraint: a level (node label) of a kai.scheduler/v1alpha1 Topology.
+        spec["topologyConstraint"] = {"topology": topology[1], "requiredTopologyLevel": topology[0]}
     return {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
         "metadata": ctx.metadata(name),
-        "spec": {"minMember": ctx.request.gang.min_members, "queue": team_queue_name(ctx.request.team)},
+        "spec": spec,
     }
 
 
@@ -165,9 +196,11 @@ def _kueue(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWi
     # No partial admission (`kueue.x-k8s.io/job-min-parallelism`): on an Indexed Job it lowers parallelism but
     # keeps completions, so the missing ranks would run later, one after another: never a gang. Kueue admits
     # all replicas at once, which also satisfies a gang minimum below the replica count.
+    topology = gang_topology(ctx)
     return GangWiring(
         job_labels={KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)},
         job_spec={"suspend": True},
+        pod_annotations={KUEUE_REQUIRED_TOPOLOGY: topology[0]} if topology else {},
     )
 
 
@@ -178,32 +211,35 @@ def _gang_policy(ctx: RenderContext) -> dict:
     return {"gang": {"minCount": ctx.request.gang.min_members}}
 
 
-def _controller_ref(job_name: str) -> dict:
-    return {"apiGroup": "batch", "kind": "Job", "name": job_name}
+def _controller_ref(job_name: str, owner_kind: tuple[str, str] = ("batch", "Job")) -> dict:
+    return {"apiGroup": owner_kind[0], "kind": owner_kind[1], "name": job_name}
 
 
-def build_workload_v1alpha1(ctx: RenderContext, name: str, job_name: str) -> dict:
+def build_workload_v1alpha1(ctx: RenderContext, name: str, job_name: str,
+                            owner_kind: tuple[str, str] = ("batch", "Job")) -> dict:
     """Kubernetes 1.35."""
     return {
         "apiVersion": "scheduling.k8s.io/v1alpha1",
         "kind": "Workload",
         "metadata": ctx.metadata(name),
         "spec": {
-            "controllerRef": _controller_ref(job_name),
+            "controllerRef": _controller_ref(job_name, owner_kind),
             "podGroups": [{"name": POD_GROUP_TEMPLATE, "policy": _gang_policy(ctx)}],
         },
     }
 
 
-def build_workload(ctx: RenderContext, name: str, job_name: str, api_version: str) -> dict:
+def build_workload(ctx: RenderContext, name: str, job_name: str, api_version: str,
+                   owner_kind: tuple[str, str] = ("batch", "Job")) -> dict:
     """Kubernetes 1.36 (`v1alpha2`) and 1.37 (`v1beta1`): same Workload shape, pod groups are templates."""
     return {
         "apiVersion": api_version,
         "kind": "Workload",
         "metadata": ctx.metadata(name),
         "spec": {
-            "controllerRef": _controller_ref(job_name),
-            "podGroupTemplates": [{"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(ctx)}],
+            "controllerRef": _controller_ref(job_name, owner_kind),
+            "podGroupTemplates": [{"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(ctx),
+                                   **_native_constraints(ctx)}],
         },
     }
 
@@ -224,27 +260,32 @@ def build_native_pod_group(ctx: RenderContext, name: str, workload_name: str) ->
         "apiVersion": api_version,
         "kind": "PodGroup",
         "metadata": ctx.metadata(name),
-        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx)},
+        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx), **_native_constraints(ctx)},
     }
 
 
-def _native(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
+def _native_constraints(ctx: RenderContext) -> dict:
+    """schedulingConstraints.topology (v1alpha2/v1beta1 PodGroupSchedulingConstraints; gate
+    TopologyAwareWorkloadScheduling): the scheduler keeps the whole PodGroup inside one domain of the key."""
+    topology = gang_topology(ctx)
+    return {"schedulingConstraints": {"topology": [{"key": topology[0]}]}} if topology else {}
+
+
+def _native(ctx: RenderContext, job_name: str, placement: GpuPlacement, owner_kind: tuple[str, str]) -> GangWiring:
     workload_name = job_name
-    if ctx.minor < 35:
-        raise RenderError(
-            f"Cluster {ctx.cluster.name} runs Kubernetes 1.{ctx.minor}, which has no native gang scheduling "
-            "(the Workload API starts in 1.35 as alpha). Use Volcano, KAI or Kueue there, or upgrade the cluster."
-        )
+    refusal = gangapi.native_gang_refusal(ctx.minor, ctx.cluster.feature_gates, ctx.cluster.name)
+    if refusal:
+        raise RenderError(refusal)
     if ctx.minor == 35:
         return GangWiring(
-            objects=[build_workload_v1alpha1(ctx, workload_name, job_name)],
+            objects=[build_workload_v1alpha1(ctx, workload_name, job_name, owner_kind)],
             pod_spec={"workloadRef": {"name": workload_name, "podGroup": POD_GROUP_TEMPLATE}},
         )
-    api_version = "scheduling.k8s.io/v1alpha2" if ctx.minor == 36 else "scheduling.k8s.io/v1beta1"
+    api_version = gangapi.NATIVE_API_VERSION[ctx.minor]
     group_name = child_name(job_name, POD_GROUP_TEMPLATE)
     return GangWiring(
         objects=[
-            build_workload(ctx, workload_name, job_name, api_version),
+            build_workload(ctx, workload_name, job_name, api_version, owner_kind),
             build_native_pod_group(ctx, group_name, workload_name),
         ],
         pod_spec={"schedulingGroup": {"podGroupName": group_name}},

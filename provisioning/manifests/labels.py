@@ -69,3 +69,19 @@ def pod_annotations(request: RequestSpec, cluster: ClusterProfile) -> dict[str, 
     if request.strategy == "mig" and request.mig_profile:
         annotations[f"{d}/mig-profile"] = request.mig_profile
     return annotations
+
+
+def owner_annotation_key(label_domain: str) -> str:
+    """Annotation naming the object that should own this one ("batch/v1 Job <name>", same namespace). The owner's
+    uid exists only once the owner is applied, so the Kubernetes applier turns it into `ownerReferences`
+    (provisioning/kube/apply.py); deleting the owner then lets the garbage collector remove this object."""
+    return domain_key(label_domain, "owner")
+
+
+def mark_owned(obj: dict, owner: dict, label_domain: str) -> dict:
+    """`obj` with the owner annotation pointing at `owner` (a rendered object in the same namespace)."""
+    meta = obj["metadata"]
+    meta.setdefault("annotations", {})[owner_annotation_key(label_domain)] = (
+        f"{owner['apiVersion']} {owner['kind']} {owner['metadata']['name']}"
+    )
+    return obj

@@ -11,7 +11,10 @@ from .context import RenderContext, make_context
 from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
 from .gang import gang_wiring, scheduler_wiring
+from .labels import mark_owned
+from .restart import build_jobset, child_job_name, whole_gang_fails
 from .names import child_name, service_name
+from .nvlink import add_imex_channel
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
 from .workloads import (
@@ -30,9 +33,14 @@ from .workloads import (
 
 
 def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
-    job_name = ctx.base
+    name = ctx.base
     headless = service_name(ctx.base)
-    gang = gang_wiring(ctx, job_name, placement) or scheduler_wiring(ctx)
+    multi_pod = ctx.request.gang is not None
+    use_jobset = multi_pod and ctx.cluster.jobset
+    # Under JobSet the pods belong to its child Job, whose name gives them their hostnames.
+    job_name = child_job_name(name) if use_jobset else name
+    owner_kind = ("jobset.x-k8s.io", "JobSet") if use_jobset else ("batch", "Job")
+    gang = gang_wiring(ctx, name, placement, owner_kind=owner_kind) or scheduler_wiring(ctx)
     container = build_container(
         ctx,
         placement,
@@ -40,12 +48,13 @@ def _render_training(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
         ports=[{"name": "rendezvous", "containerPort": RENDEZVOUS_PORT, "protocol": "TCP"}],
     )
     template = build_pod_template(ctx, placement, container, restart_policy="Never", gang=gang, subdomain=headless)
-    return [
-        *placement.objects,
-        *(gang.objects if gang else ()),
-        build_headless_service(ctx, headless),
-        build_job(ctx, job_name, template, gang),
-    ]
+    job = build_job(ctx, name, template, gang)
+    if multi_pod:
+        job["spec"]["podFailurePolicy"] = whole_gang_fails()
+    workload = build_jobset(ctx, name, job) if use_jobset else job
+    # Gang objects live as long as the workload: deleting it lets the garbage collector remove them.
+    owned = [mark_owned(obj, workload, ctx.domain) for obj in (gang.objects if gang else ())]
+    return [*placement.objects, *owned, build_headless_service(ctx, headless), workload]
 
 
 def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]:
@@ -89,7 +98,10 @@ def render(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
     """The request's own objects (no namespace or quota) in apply order. Raises RenderError."""
     ctx = make_context(request, cluster)
     placement = gpu_placement(ctx)
-    return _RENDERERS[request.workload_class](ctx, placement)
+    add_imex_channel(ctx, placement)
+    objects = _RENDERERS[request.workload_class](ctx, placement)
+    # The ComputeDomain lives as long as the workload (the last object) whose pods use it.
+    return [mark_owned(o, objects[-1], ctx.domain) if o["kind"] == "ComputeDomain" else o for o in objects]
 
 
 def render_all(team: TeamSpec, request: RequestSpec, cluster: ClusterProfile) -> list[dict]:

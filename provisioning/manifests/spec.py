@@ -70,6 +70,8 @@ class PoolProfile:
     gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
     gpu_model: str = ""  # catalogue key; when set, the request's model is checked against it (not the SKU)
     dra_product_name: str = ""  # NVML name the pool's DRA devices publish; "" = the request's model's first SKU
+    # The GPU model's NVLink spans nodes (GB200/GB300 NVL72): cross-node GPU memory needs a ComputeDomain (IMEX).
+    multinode_nvlink: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,3 +101,7 @@ class ClusterProfile:
     # Declared per cluster; None: that peer is not admitted into team namespaces (manifests/network.py).
     ingress_controller: NetworkPeer | None = None  # may reach inference pods' HTTP port
     metrics_scraper: NetworkPeer | None = None  # may reach every port of a team's pods (e.g. Prometheus)
+    feature_gates: tuple[str, ...] = ()  # Kubernetes feature gates the platform team turned on
+    jobset: bool = False  # the JobSet controller (jobset.x-k8s.io/v1alpha2) is installed
+    gang_topology_key: str = ""  # node label a gang is packed into (e.g. nvidia.com/gpu.clique, a rack label)
+    gang_topology_name: str = ""  # KAI Topology object / Volcano HyperNode tier that defines the domains

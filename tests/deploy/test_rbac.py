@@ -129,7 +129,7 @@ NAMESPACED = [  # (group, version, plural) rendered per request and torn down on
     ("policy", "v1", "poddisruptionbudgets"), ("resource.k8s.io", "v1", "resourceclaimtemplates"),
     ("scheduling.k8s.io", "v1alpha1", "workloads"),
     ("scheduling.k8s.io", "v1alpha2", "podgroups"), ("scheduling.volcano.sh", "v1beta1", "podgroups"),
-    ("scheduling.run.ai", "v2alpha2", "podgroups"),
+    ("scheduling.run.ai", "v2alpha2", "podgroups"), ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
 ]
 
 
@@ -178,6 +178,8 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     apply("/apis/scheduling.volcano.sh/v1beta1/queues/team-a", {"kind": "Queue"})
     for group, version, plural in NAMESPACED:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
+    request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner
+    request("GET", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/train")
     # cancel: list each kind by the request's labels, then delete each object
     for group, version, plural in NAMESPACED:
         request("GET", f"{base(group, version)}/namespaces/team-a/{plural}",

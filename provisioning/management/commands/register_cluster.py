@@ -50,6 +50,14 @@ class Command(BaseCommand):
             parser.add_argument(f"--{peer}-namespace", dest=f"{peer}_namespace", help=f"namespace of {what}")
             parser.add_argument(f"--{peer}-pod-label", dest=f"{peer}_pod_labels", action="append", default=None,
                                 metavar="KEY=VALUE", help=f"a label of {what}'s pods (repeat for more)")
+        parser.add_argument("--feature-gate", dest="feature_gates", action="append", default=None,
+                            help="a Kubernetes feature gate turned on in the cluster (repeat), e.g. GenericWorkload")
+        parser.add_argument("--jobset", dest="jobset_installed", action="store_true", default=None,
+                            help="the JobSet controller is installed: a failed rank restarts the whole gang")
+        parser.add_argument("--gang-topology-key", dest="gang_topology_key",
+                            help="node label a gang is packed into, e.g. nvidia.com/gpu.clique")
+        parser.add_argument("--gang-topology-name", dest="gang_topology_name",
+                            help="KAI Topology object or Volcano HyperNode tier defining the domains")
 
     def handle(self, *args, name, server, gitops_repo, **options):
         credentials = self._credentials(options)
@@ -68,7 +76,8 @@ class Command(BaseCommand):
         if options["insecure"]:
             self.stderr.write(f"warning: TLS verification is skipped for cluster {name} (--insecure-skip-tls-verify)")
         fields = {k: options[k] for k in ("scheduling_model", "gang_scheduler", "kubernetes_version") if options[k]}
-        fields |= {k: options[k] for k in ("ingress_namespace", "metrics_namespace") if options[k] is not None}
+        fields |= {k: options[k] for k in ("ingress_namespace", "metrics_namespace", "feature_gates", "jobset_installed",
+                                           "gang_topology_key", "gang_topology_name") if options[k] is not None}
         for key in ("ingress_pod_labels", "metrics_pod_labels"):
             if options[key] is not None:
                 pairs = [item.partition("=") for item in options[key]]

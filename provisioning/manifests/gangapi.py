@@ -1,0 +1,94 @@
+"""What a cluster's gang backend can do, from its Kubernetes minor and its declared settings (pure, no Django).
+
+One place read by the cluster's validation (`provisioning.models.Cluster.clean`), the placement decision
+(`intake.decisions`) and the renderer (`gang.py`), so the three never disagree.
+
+Native Workload API by minor (kubernetes/api tags kubernetes-1.35.0, kubernetes-1.36.0, master 10b39a39 =
+1.37-dev; kubernetes-validate 1.37.0 schemas):
+- 1.35 `scheduling.k8s.io/v1alpha1` Workload; 1.36 `v1alpha2` Workload + PodGroup.
+- 1.37 serves Workload and PodGroup in `v1alpha3` and `v1beta1` (`scheduling/v1beta1/types.go`,
+  `+k8s:prerelease-lifecycle-gen:introduced=1.37`; the 1.37.0-beta.0 tag still had them in v1alpha3 only). The
+  renderer writes v1beta1, the version that outlives the release. The `GenericWorkload` gate (which absorbed
+  `GangScheduling` in 1.37) is off by default and a beta API is not served unless enabled
+  (`--runtime-config=scheduling.k8s.io/v1beta1=true`): a 1.37 cluster must declare the gate, or the API server
+  rejects every Workload and PodGroup we send.
+"""
+
+from __future__ import annotations
+
+GENERIC_WORKLOAD = "GenericWorkload"
+GANG_SCHEDULING = "GangScheduling"
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
+KNOWN_FEATURE_GATES = (GENERIC_WORKLOAD, GANG_SCHEDULING, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
+
+NATIVE_API_VERSION = {
+    35: "scheduling.k8s.io/v1alpha1",
+    36: "scheduling.k8s.io/v1alpha2",
+    37: "scheduling.k8s.io/v1beta1",
+}
+# Gates the platform team must have turned on before the portal renders the native gang at that minor.
+NATIVE_GATES_REQUIRED = {37: (GENERIC_WORKLOAD,)}
+# schedulingConstraints.topology exists from v1alpha2 (1.36) and is guarded by this gate (alpha, off).
+NATIVE_TOPOLOGY_MIN_MINOR = 36
+
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+
+# How a failed rank is handled.
+RESTART_JOBSET = "jobset"  # JobSet failurePolicy: every child Job is recreated (the whole gang restarts)
+RESTART_FAIL_JOB = "fail_job"  # batch/v1 cannot restart all indexes: the first failed rank fails the whole Job
+
+
+def native_gang_refusal(minor: int, feature_gates, cluster: str = "the cluster") -> str | None:
+    """Why the native gang cannot be used on this cluster as declared, or None."""
+    if minor not in NATIVE_API_VERSION:
+        return (
+            f"Cluster {cluster} runs Kubernetes 1.{minor}, which has no native gang scheduling (the Workload API "
+            "starts in 1.35 as alpha). Use Volcano, KAI or Kueue there, or upgrade the cluster."
+        )
+    missing = [gate for gate in NATIVE_GATES_REQUIRED.get(minor, ()) if gate not in set(feature_gates or ())]
+    if missing:
+        return (
+            f"Cluster {cluster} runs Kubernetes 1.{minor}, where the native Workload API "
+            f"({NATIVE_API_VERSION[minor]}) needs the {', '.join(missing)} feature gate, which is off by default: "
+            f"the API server would reject every Workload and PodGroup. Turn it on (and "
+            f"--runtime-config={NATIVE_API_VERSION[minor]}=true) and add it to the cluster's feature_gates, "
+            "or use Volcano, KAI or Kueue."
+        )
+    return None
+
+
+def topology_refusal(backend: str, minor: int, key: str, name: str, feature_gates) -> tuple[str, str] | None:
+    """(field, why) when a declared gang topology cannot be honoured by the backend, or None."""
+    if not key and not name:
+        return None
+    if backend == "kueue" and not key:
+        return "gang_topology_key", "Kueue packs a gang by a node label (a level of the flavor's Topology)."
+    if backend == "kai" and not (key and name):
+        field = "gang_topology_key" if not key else "gang_topology_name"
+        return field, "KAI needs both the Topology object's name and the node label of the required level."
+    if backend == "volcano" and not name:
+        return "gang_topology_name", "Volcano packs a gang by a HyperNode tier name (networkTopology.highestTierName)."
+    if backend == "native":
+        if minor < NATIVE_TOPOLOGY_MIN_MINOR:
+            return "gang_topology_key", f"The native Workload API has no topology constraint on 1.{minor} (1.36+)."
+        if not key:
+            return "gang_topology_key", "The native Workload API packs a gang by a node label key."
+        if TOPOLOGY_AWARE_WORKLOAD_SCHEDULING not in set(feature_gates or ()):
+            return "feature_gates", (
+                f"schedulingConstraints.topology needs the {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING} feature gate "
+                "(alpha, off by default); declare it in feature_gates or clear the gang topology."
+            )
+    if backend == "none":
+        return "gang_topology_key", "A cluster without a gang scheduler cannot pack a gang."
+    return None
+
+
+def topology_words(backend: str, key: str, name: str) -> str:
+    """How the gang is kept in one domain, for the decision's reasons (assumes topology_refusal was None)."""
+    if backend == "kueue":
+        return f"Kueue topology-aware scheduling admits it only into one {key} domain (podset-required-topology)"
+    if backend == "kai":
+        return f"KAI places the PodGroup inside one {key} domain of Topology {name} (requiredTopologyLevel)"
+    if backend == "volcano":
+        return f"Volcano keeps the PodGroup inside one HyperNode of tier {name} (networkTopology hard)"
+    return f"the Kubernetes scheduler keeps the PodGroup inside one {key} domain (schedulingConstraints.topology)"
