@@ -1,14 +1,14 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from . import services
 from .admin_mixins import PlatformAdminMixin
-from .models import Membership, Team
-from .services import team_webhook_set
+from .errors import DomainError
 from .models import ApiToken, Membership, Team
+from .services import team_webhook_set
 
 admin.site.site_header = "GPU Golden Path: platform admin"
 admin.site.site_title = "GPU Golden Path admin"
@@ -90,6 +90,9 @@ class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
-        for token_id in queryset.values_list("pk", flat=True):
-            services.token_revoke(actor=request.user, token_id=token_id)
-        self.message_user(request, f"{queryset.count()} token(s) revoked.")
+        try:
+            count = services.tokens_revoke_selected(actor=request.user, token_ids=list(queryset.values_list("pk", flat=True)))
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return
+        self.message_user(request, f"{count} token{'' if count == 1 else 's'} revoked.")

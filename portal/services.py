@@ -112,6 +112,13 @@ def token_issue(*, user, name: str, expires_at=None, replace: bool = False) -> t
 
 
 @transaction.atomic
+def tokens_revoke_selected(*, actor, token_ids) -> int:
+    """The admin's bulk revoke: anyone's tokens, so the platform team's alone. Returns how many were revoked."""
+    if not is_platform(actor):
+        raise PermissionDenied("Only the platform team revokes other people's tokens.")
+    return sum(token_revoke(actor=actor, token_id=token_id).revoked_at is not None for token_id in token_ids)
+
+
 def token_revoke(*, actor, token_id: int) -> ApiToken:
     """Revoke one token: its owner may, and the platform team (whose admin calls this too). Revoking twice is
     harmless; another user's token is not found, as if it did not exist."""

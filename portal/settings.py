@@ -202,6 +202,9 @@ PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS"
 # Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
 PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# Lockouts are reset with `manage.py axes_reset` (docs/security.md); the admin keeps to the portal's own models,
+# whose actions are each checked against the role their service checks (tests/test_admin_actions.py).
+AXES_ENABLE_ADMIN = False
 AXES_FAILURE_LIMIT = "portal.signin.failure_limit"
 AXES_COOLOFF_TIME = "portal.signin.cool_off"
 # One username from one address: an attacker elsewhere cannot lock a colleague out, nor one user a whole office.

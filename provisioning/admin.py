@@ -95,7 +95,11 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Re-encrypt all stored credentials with the first key of PORTAL_CREDENTIAL_KEYS")
     def reencrypt_credentials(self, request, queryset):
-        count = credentials_reencrypt()  # every stored secret, not only the selection: a key rotation is global
+        try:
+            count = credentials_reencrypt(user=request.user)  # every stored secret: a key rotation is global
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return
         self.message_user(request, f"{count} stored secrets re-encrypted with the first key.", messages.SUCCESS)
 
     # --- live: inventory discovery and MIG planning (branch live) ---

@@ -140,9 +140,13 @@ def cluster_server_changed(*, cluster: Cluster) -> bool:
     return bool(cleared)
 
 
-def credentials_reencrypt() -> int:
-    """Re-encrypt every stored secret with the first key of PORTAL_CREDENTIAL_KEYS (after adding a new key)."""
+def credentials_reencrypt(*, user=None) -> int:
+    """Re-encrypt every stored secret with the first key of PORTAL_CREDENTIAL_KEYS (after adding a new key).
+    `user`: who asked in the admin (the platform team only); None: the operator's management command."""
     from portal.models import Team
+
+    if user is not None and not is_platform(user):
+        raise PermissionDenied("Only the platform team rotates the credential keys.")
 
     count = 0
     with transaction.atomic():

@@ -22,6 +22,8 @@ from intake.services import policy_version_draft_create, policy_version_sign_off
 from portal.errors import PermissionDenied
 from provisioning.inventory import inventory_sync_now, team_quota_set
 from provisioning.mig import mig_plan_approve, mig_plan_cancel, mig_plan_propose
+from portal.services import tokens_revoke_selected
+from provisioning.credentials import credentials_reencrypt
 from provisioning.models import Cluster, MigPlan
 from register.services import driver_upgrade_plan_record, platform_decision_record, platform_decision_sign_off
 from tests.conftest import VALID_ANSWERS
@@ -41,6 +43,8 @@ ROLES = {
     ("intake.PolicyVersion", "sign_off"): PLATFORM,
     ("provisioning.Cluster", "sync_inventory"): PLATFORM,
     ("provisioning.Cluster", "propose_mig_plan"): PLATFORM,
+    ("provisioning.Cluster", "reencrypt_credentials"): PLATFORM,
+    ("portal.ApiToken", "revoke"): PLATFORM,
     ("provisioning.MigPlan", "approve_plans"): PLATFORM,
     ("provisioning.MigPlan", "cancel_plans"): PLATFORM,
     ("register.PlatformDecision", "sign_off"): PLATFORM,
@@ -49,7 +53,7 @@ ROLES = {
         "provisioning.GangPolicy", "register.PlatformDecision", "register.DriverUpgradePlan")},
     ("chargeback.RateCard", "delete_selected"): frozenset({"platform", "finance"}),
     **{(label, "delete_selected"): NOBODY for label in (
-        "auth.Group", "auth.User", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
+        "auth.Group", "auth.User", "portal.ApiToken", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
         "provisioning.ClusterReconcileState", "chargeback.UsageInterval", "chargeback.Adjustment",
@@ -64,6 +68,8 @@ SERVICES = {
         user=user, version_id=obj.pk, reviewed_digest="unreviewed"),
     ("provisioning.Cluster", "sync_inventory"): lambda user, obj: inventory_sync_now(user=user, cluster=obj),
     ("provisioning.Cluster", "propose_mig_plan"): lambda user, obj: mig_plan_propose(user=user, cluster=obj),
+    ("provisioning.Cluster", "reencrypt_credentials"): lambda user, obj: credentials_reencrypt(user=user),
+    ("portal.ApiToken", "revoke"): lambda user, obj: tokens_revoke_selected(actor=user, token_ids=[obj.pk]),
     ("provisioning.MigPlan", "approve_plans"): lambda user, obj: mig_plan_approve(user=user, plan_id=obj.pk),
     ("provisioning.MigPlan", "cancel_plans"): lambda user, obj: mig_plan_cancel(user=user, plan_id=obj.pk),
     ("register.PlatformDecision", "sign_off"): lambda user, obj: platform_decision_sign_off(
