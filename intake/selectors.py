@@ -78,6 +78,20 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     return queryset.order_by("-created_at", "-id")
 
 
+def request_list_brief(*, user, with_decision: bool = False) -> QuerySet[GpuRequest]:
+    """The requests this user may see, newest first, with only what a list shows: no answers, no events, and of
+    the decision only its GPU model and MIG profile (read in SQL), unless `with_decision`. One query a page, and
+    the ordering is served by the index on (created_at, id), so a page is read without sorting every row."""
+    columns = ["id", "name", "status", "strategy", "created_at", "updated_at", "team__slug"]
+    queryset = GpuRequest.objects.select_related("team").only(*columns, *(["decision"] if with_decision else []))
+    queryset = queryset.annotate(gpu_model=KeyTextTransform("gpu_model", "decision"),
+                                 mig_profile=KeyTextTransform("mig_profile", "decision"))
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    return queryset.order_by("-created_at", "-id")
+
+
 def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:
     """A request the caller has just submitted (so visible to them), with what `request_get` loads, without reading
     its row again. Nothing has applied or reconciled it yet (the apply task and status reconciliation run after the
