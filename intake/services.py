@@ -12,7 +12,7 @@ from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team, slug_validator
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for
-from provisioning.selectors import team_quota_state
+from provisioning.selectors import inventory_snapshot, team_quota_state
 
 from . import events
 from .answers import AnswersInvalid, normalise_answers
@@ -22,7 +22,7 @@ from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, dec
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers
-from .selectors import policy_spec, team_held_under_rule
+from .selectors import policy_current, policy_spec, team_held_under_rule
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,14 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         answers = raw_answers if isinstance(raw_answers, NormalisedAnswers) else normalise_answers(raw_answers)
     except AnswersInvalid as exc:
         raise AnswersError(exc.errors) from None
-    if policy_version is None or inventory is None:
-        current = decision_inputs()
-    version = policy_version or current.policy_version
+    if policy_version is None and inventory is None:
+        current = decision_inputs()  # the usual case (preview, submit): cached per process, checked per call
+        version, policy, inventory = current.policy_version, current.policy, current.inventory
+    else:
+        version = policy_version or policy_current()
+        policy, inventory = policy_spec(version), inventory or inventory_snapshot()
     try:
-        decision = decide(
-            Answers.from_dict(answers.values, answers.defaulted),
-            policy_spec(version) if policy_version is not None else current.policy,
-            inventory or current.inventory,
-        )
+        decision = decide(Answers.from_dict(answers.values, answers.defaulted), policy, inventory)
     except PlacementImpossible as exc:
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
     if team is not None:

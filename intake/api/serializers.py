@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from portal.models import Team, slug_validator
 
@@ -292,9 +293,17 @@ class RequestListSerializer(serializers.Serializer):
             self.fields.pop("decision")
 
 
+class _QueryChoiceField(serializers.ChoiceField):
+    """A choice in the query string where an empty value is a wrong choice: DRF reads `?x=` from a QueryDict as
+    "not given", which would answer 200 to a value the schema does not allow."""
+
+    def get_value(self, dictionary):
+        return dictionary.get(self.field_name, empty)
+
+
 class RequestListQuerySerializer(serializers.Serializer):
-    expand = serializers.ChoiceField(choices=["decision"], required=False,
-                                     help_text="decision: each request's decision in the list too")
+    expand = _QueryChoiceField(choices=["decision"], required=False,
+                               help_text="decision: each request's decision in the list too")
 
 
 class RuleSerializer(serializers.ModelSerializer):

@@ -50,8 +50,9 @@ def test_expand_decision_adds_each_decision_as_the_detail_shows_it(api, engineer
     assert set(item) - {"decision"} == set(client.get("/api/v1/requests/").json()["results"][0])
 
 
-def test_an_unknown_expansion_is_a_400_naming_it(api, engineer, team_a, inventory):
-    response = api(engineer).get("/api/v1/requests/?expand=events")
+@pytest.mark.parametrize("value", ["events", ""])
+def test_an_unknown_or_empty_expansion_is_a_400_naming_it(api, engineer, team_a, inventory, value):
+    response = api(engineer).get(f"/api/v1/requests/?expand={value}")
     assert response.status_code == 400 and "expand" in response.json()
 
 
