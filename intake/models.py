@@ -119,7 +119,11 @@ class GpuRequest(models.Model):
                 name="%(app_label)s_%(class)s_unique_active_name",
             ),
         ]
-        indexes = [models.Index(fields=["team", "status"])]
+        indexes = [
+            models.Index(fields=["team", "status"]),
+            # Serves the lists' ordering (-created_at, -id, scanned backwards): a page is read without a sort.
+            models.Index(fields=["created_at", "id"], name="intake_request_created_id_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.team.slug}/{self.name} (#{self.pk})"

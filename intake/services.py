@@ -17,6 +17,7 @@ from provisioning.selectors import inventory_snapshot, team_quota_state
 from . import events
 from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
+from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
@@ -62,13 +63,14 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         answers = raw_answers if isinstance(raw_answers, NormalisedAnswers) else normalise_answers(raw_answers)
     except AnswersInvalid as exc:
         raise AnswersError(exc.errors) from None
-    version = policy_version or policy_current()
+    if policy_version is None and inventory is None:
+        current = decision_inputs()  # the usual case (preview, submit): cached per process, checked per call
+        version, policy, inventory = current.policy_version, current.policy, current.inventory
+    else:
+        version = policy_version or policy_current()
+        policy, inventory = policy_spec(version), inventory or inventory_snapshot()
     try:
-        decision = decide(
-            Answers.from_dict(answers.values, answers.defaulted),
-            policy_spec(version),
-            inventory or inventory_snapshot(),
-        )
+        decision = decide(Answers.from_dict(answers.values, answers.defaulted), policy, inventory)
     except PlacementImpossible as exc:
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
     if team is not None:
@@ -154,20 +156,21 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         # Under the team's lock, so two submissions cannot both fit under the rule's per-team cap.
         _lock_team_quota(team.pk)
         decision = auto_approval_team_gate(team=team, decision=decision)
+    # No savepoint of its own (two round trips fewer): the IntegrityError is turned into an exception that leaves
+    # this function's atomic block, which rolls the whole submission back.
     try:
-        with transaction.atomic():
-            gpu_request = GpuRequest.objects.create(
-                team=team,
-                name=name,
-                answers=evaluation.answers.values,
-                defaulted_answers=sorted(evaluation.answers.defaulted),
-                decision=decision,
-                policy_version=evaluation.policy_version,
-                rule_key=decision["rule"] or "",
-                workload_class=evaluation.answers.values["workload_class"],
-                strategy=decision["strategy"],
-                requested_by=user,
-            )
+        gpu_request = GpuRequest.objects.create(
+            team=team,
+            name=name,
+            answers=evaluation.answers.values,
+            defaulted_answers=sorted(evaluation.answers.defaulted),
+            decision=decision,
+            policy_version=evaluation.policy_version,
+            rule_key=decision["rule"] or "",
+            workload_class=evaluation.answers.values["workload_class"],
+            strategy=decision["strategy"],
+            requested_by=user,
+        )
     except IntegrityError:
         raise InvalidInput(
             f"Team {team.slug} already has an active request named {name!r}; pick another name or cancel that one.",

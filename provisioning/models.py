@@ -329,6 +329,23 @@ class NodePool(models.Model):
             raise ValidationError(errors)
 
 
+class InventoryGeneration(models.Model):
+    """One row whose `generation` changes, in the same transaction, with every write to the tables the decision's
+    inventory is read from (clusters, node pools, GPU models): database triggers bump it (migration
+    0009_inventory_generation), so the admin, syncs and raw SQL are all covered. Readers key per-process caches of
+    the inventory on it (intake.decision_inputs). Values come from a sequence, so a rolled-back bump is never
+    reused for other contents."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    generation = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="%(app_label)s_%(class)s_one_row")]
+
+    def __str__(self) -> str:
+        return f"inventory generation {self.generation}"
+
+
 class ProvisioningJob(models.Model):
     """One background operation on a request's Kubernetes objects: its status, attempts and the last message,
     so the admin and the API show failures without anyone reading worker logs."""

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import DecimalField, Prefetch, QuerySet, Sum
+from django.db.models import DecimalField, Prefetch, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
@@ -27,8 +27,8 @@ from .catalogue import load_catalogue
 from .inventory import no_api_server_note
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
 from .manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from .models import Cluster, InventoryGeneration, Node, NodePool, TeamQuota
 from .vocabulary import REPLICATED, SHARE_UNITS, STRATEGY_ADJECTIVES
-from .models import Cluster, Node, NodePool, TeamQuota
 
 
 def cluster_list() -> QuerySet[Cluster]:
@@ -112,6 +112,13 @@ def inventory_snapshot() -> Inventory:
             )
         )
     return Inventory(clusters=tuple(clusters), catalogue=catalogue)
+
+
+def inventory_generation() -> Subquery:
+    """The inventory's generation as an expression, for a caller to read beside its own stamps in one query: it
+    changes, in the writing transaction, with every write to what `inventory_snapshot` reads (database triggers,
+    provisioning.models.InventoryGeneration)."""
+    return Subquery(InventoryGeneration.objects.filter(pk=1).values("generation")[:1])
 
 
 # --- renderer inputs: the only place that turns database rows into the renderer's plain dataclasses -----------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from portal.models import Team, slug_validator
 from provisioning.vocabulary import STRATEGIES
@@ -293,6 +294,41 @@ class RequestSerializer(serializers.ModelSerializer):
             "burnt_gpu_hours",
         ]
         read_only_fields = fields
+
+
+class RequestListSerializer(serializers.Serializer):
+    """A request as a list shows it; the whole record is at its detail URL. With `?expand=decision` the list
+    carries each decision too (the view passes `expand_decision`); otherwise the field is left out, not null."""
+
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    team = serializers.CharField(source="team.slug", read_only=True)
+    status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
+    strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, read_only=True)
+    gpu_model = serializers.CharField(read_only=True, help_text="the GPU model decided, e.g. H200-141GB")
+    mig_profile = serializers.CharField(read_only=True, allow_null=True, help_text="the MIG profile; null if none")
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+    # Not read-only, so that the schema marks it optional: it is there only with ?expand=decision.
+    decision = DecisionSerializer(required=False, help_text="only with ?expand=decision")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.context.get("expand_decision"):
+            self.fields.pop("decision")
+
+
+class _QueryChoiceField(serializers.ChoiceField):
+    """A choice in the query string where an empty value is a wrong choice: DRF reads `?x=` from a QueryDict as
+    "not given", which would answer 200 to a value the schema does not allow."""
+
+    def get_value(self, dictionary):
+        return dictionary.get(self.field_name, empty)
+
+
+class RequestListQuerySerializer(serializers.Serializer):
+    expand = _QueryChoiceField(choices=["decision"], required=False,
+                               help_text="decision: each request's decision in the list too")
 
 
 class RuleSerializer(serializers.ModelSerializer):

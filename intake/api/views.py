@@ -26,6 +26,8 @@ from .serializers import (
     PreviewInputSerializer,
     PreviewSerializer,
     RequestCreateInputSerializer,
+    RequestListQuerySerializer,
+    RequestListSerializer,
     RequestSerializer,
 )
 
@@ -59,7 +61,9 @@ class PreviewView(APIView):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Your teams' GPU requests (every team's for platform and finance), filtered and paged"),
+    list=extend_schema(summary="Your teams' GPU requests (every team's for platform and finance), filtered and "
+                               "paged, as a list shows them; ?expand=decision adds each decision",
+                       parameters=[RequestListQuerySerializer]),
     retrieve=extend_schema(summary="One request: decision, answers, events, provisioning jobs, applied objects, stall"),
 )
 class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -68,7 +72,23 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     queryset = GpuRequest.objects.none()  # for the schema; get_queryset applies visibility
     lookup_value_regex = r"\d+"
 
+    def _expand_decision(self) -> bool:
+        query = RequestListQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data.get("expand") == "decision"
+
+    def get_serializer_class(self):
+        return RequestListSerializer if self.action == "list" else RequestSerializer
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if self.action == "list" and self.request is not None:
+            context["expand_decision"] = self._expand_decision()
+        return context
+
     def get_queryset(self):
+        if self.action == "list":
+            return selectors.request_list_brief(user=self.request.user, with_decision=self._expand_decision())
         return selectors.request_list(user=self.request.user)
 
     def get_object(self):

@@ -1,0 +1,70 @@
+"""The decision's inputs (the active policy version, its rules as a PolicySpec, the inventory snapshot), cached per
+process and keyed by cheap version stamps read in one query: the active version's id, number and activation time,
+and the inventory generation (provisioning.models.InventoryGeneration, bumped by database triggers in every
+transaction that writes clusters, pools or GPU models). A change committed elsewhere changes the stamps, so the
+next caller reloads; nothing is cached under stamps that moved while it was being loaded, so a cached entry is
+never half of one state and half of another."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from portal.errors import NotFound
+from provisioning.selectors import inventory_generation, inventory_snapshot
+
+from .choices import PolicyStatus
+from .decisions import Inventory, PolicySpec
+from .models import PolicyVersion
+from .selectors import policy_current, policy_spec
+
+# Reloads tried when the stamps keep moving during a load (a burst of syncs); then the last load is used uncached.
+LOAD_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class DecisionInputs:
+    stamps: tuple
+    policy_version: PolicyVersion
+    policy: PolicySpec
+    inventory: Inventory
+
+
+# One entry: the inputs of the newest stamps seen. Rebinding a module global is atomic, so threads need no lock.
+_cached: DecisionInputs | None = None
+
+
+def decision_input_stamps() -> tuple:
+    """(policy version id, number, activated_at, inventory generation), in one round trip. A policy version's
+    rules cannot change once it is active (only drafts are edited), so the version's identity stamps them; the
+    activation time tells apart two activations of one version when one of them rolled back."""
+    row = (
+        PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE)
+        .annotate(inventory_generation=inventory_generation())
+        .values_list("pk", "number", "activated_at", "inventory_generation")
+        .first()
+    )
+    if row is None:
+        raise NotFound("No routing policy is active; the platform team must sign one off.")
+    return row
+
+
+def decision_inputs() -> DecisionInputs:
+    """The inputs the decision is made from now: from this process's cache when the stamps still match, else
+    loaded (and cached if nothing changed while loading)."""
+    global _cached
+    stamps = decision_input_stamps()
+    cached = _cached
+    if cached is not None and cached.stamps == stamps:
+        return cached
+    for _ in range(LOAD_ATTEMPTS):
+        version = policy_current()
+        loaded = DecisionInputs(stamps=stamps, policy_version=version, policy=policy_spec(version),
+                                inventory=inventory_snapshot())
+        # READ COMMITTED: each query above saw what was committed when it ran. Unchanged stamps after them mean no
+        # inventory or policy change committed in between (a generation is never reused), so they saw one state.
+        after = decision_input_stamps()
+        if after == stamps and version.pk == stamps[0]:
+            _cached = loaded
+            return loaded
+        stamps = after
+    return loaded
+
