@@ -6,13 +6,16 @@ The report, for a half-open UTC window [start, end):
    plus, for closed months, each adjustment's stretch with the opposite sign (so the closed month shows exactly
    what it showed when it closed) and, when its booking date is in the window, the adjustment line itself
    (category `adjustment`, or `waste_adjustment` for waste);
-2. buckets (only when grouping by day or month): spans cut at UTC day or month boundaries;
+2. buckets: spans cut at UTC days (an adjustment line stays whole, on the day it is booked);
 3. pieces: buckets cut where a rate card of the same GPU model and strategy starts (a card is in force from its
    `valid_from` until the next card's); time before any card, or of a model with no card, is unpriced
    (currency "", cost empty);
-   lines that net to no time at all (a reclassification inside a closed month) are left out;
-4. sums: device-seconds, GPU-equivalent-seconds (the exact fraction num/den, divided once per group and
-   denominator at 24 decimal places) and cost, then hours rounded to 6 places and cost to 2.
+4. lines, the finest line (every groupable dimension x day x category x rate segment): device-seconds,
+   GPU-equivalent-seconds (the exact fraction num/den, divided once per line and denominator at 24 decimal
+   places) and the cost, rounded to the cent here and only here;
+5. rows: sums of lines per grouping, so the rows always add up to the total (to the cent); hours are rounded
+   to 6 places for display only; rows that net to nothing (a reclassification inside a closed month) are
+   left out.
 """
 from __future__ import annotations
 
@@ -54,6 +57,38 @@ _FILTERS = {
     "request": "request_id = %(f_request)s",
 }
 REPORT_FILTERS = tuple(_FILTERS)
+
+# Rate cards as segments [valid_from, valid_to); before the first card of a model and strategy: unpriced.
+RATES_CTE = """rates AS (
+    SELECT gpu_model, strategy, price_per_equivalent_hour AS price, currency,
+        valid_from::timestamp AT TIME ZONE 'UTC' AS valid_from,
+        COALESCE(LEAD(valid_from::timestamp AT TIME ZONE 'UTC') OVER (
+            PARTITION BY gpu_model, strategy ORDER BY valid_from), 'infinity') AS valid_to
+    FROM chargeback_ratecard
+    UNION ALL
+    SELECT gpu_model, strategy, NULL, '', '-infinity', min(valid_from)::timestamp AT TIME ZONE 'UTC'
+    FROM chargeback_ratecard GROUP BY gpu_model, strategy
+)"""
+
+# The finest line of the report: every dimension it can be grouped by, the UTC day, the category and the rate
+# segment. Cost is rounded to the cent here, once, and every coarser row is a sum of rounded lines, so a
+# report's rows add up to its total whatever the grouping (docs/chargeback.md, "Rounding").
+LINE_KEYS = ("team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, day, category, "
+             "currency, segment")
+
+# From `per_den` (LINE_KEYS, den, device_seconds, eq_seconds_num, cost_num = sum(secs x num x price), and `lcm`,
+# the least common multiple of the line's denominators): the line's exact cost A / B, with A over the common
+# denominator and B = 3600 x lcm, rounded half away from zero to whole cents in integer arithmetic
+# (floor((200|A| + B) / 2B)), so no intermediate decimal rounding can move a half cent.
+LINES_CTE = f"""lines AS (
+    SELECT {LINE_KEYS},
+        sum(device_seconds) AS device_seconds,
+        sum(eq_seconds_num::numeric(60, 24) / den) AS gpu_equivalent_seconds,
+        sign(sum(cost_num * div(lcm, den))) * div(200 * abs(sum(cost_num * div(lcm, den))) + 3600 * max(lcm),
+                                                  7200 * max(lcm)) / 100 AS cost
+    FROM per_den
+    GROUP BY {LINE_KEYS}
+)"""
 
 
 @dataclass(frozen=True)
@@ -100,33 +135,15 @@ def report_query(
     span_columns = "team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, devices, " \
                    "equivalents_num AS num, equivalents_den AS den"
 
-    unit = "day" if "day" in group_by else "month" if "month" in group_by else None
-    if unit:
-        buckets = f"""
-    buckets AS (
-        SELECT sp.*, b.bucket,
-            CASE WHEN sp.booked_at IS NULL THEN GREATEST(sp.s, b.bucket) ELSE sp.s END AS bs,
-            CASE WHEN sp.booked_at IS NULL THEN LEAST(sp.e, b.bucket + interval '1 {unit}') ELSE sp.e END AS be
-        FROM spans sp
-        CROSS JOIN LATERAL generate_series(
-            date_trunc('{unit}', COALESCE(sp.booked_at, sp.s), 'UTC'),
-            COALESCE(sp.booked_at, sp.e - interval '1 microsecond'),
-            interval '1 {unit}') AS b(bucket)
-        WHERE sp.e > sp.s
-    ),"""
-    else:
-        buckets = """
-    buckets AS (SELECT sp.*, NULL::timestamptz AS bucket, sp.s AS bs, sp.e AS be FROM spans sp WHERE sp.e > sp.s),"""
-
     inner_keys, outer_select, joins, order = [], [], [], []
     for name in group_by:
         column, _outputs = _DIMENSIONS[name]
         if name == "month":
-            inner_keys.append("date_trunc('month', bucket, 'UTC') AS month")
+            inner_keys.append("date_trunc('month', day, 'UTC') AS month")
             outer_select.append("to_char(a.month AT TIME ZONE 'UTC', 'YYYY-MM') AS month")
             order.append("a.month")
         elif name == "day":
-            inner_keys.append("bucket AS day")
+            inner_keys.append("day")
             outer_select.append("to_char(a.day AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day")
             order.append("a.day")
         elif name == "team":
@@ -144,21 +161,11 @@ def report_query(
             outer_select.append(f"a.{column} AS {name}")
             order.append(f"a.{column}")
     key_names = [k.split(" AS ")[-1] for k in inner_keys]
-    level1_keys = ", ".join(key_names + ["category", "currency", "den"])
-    level2_keys = ", ".join(key_names + ["category", "currency"])
+    group_keys = ", ".join(key_names + ["category", "currency"])
     select_keys = "".join(f"{k}, " for k in inner_keys)
 
     sql = f"""
-WITH rates AS (
-    SELECT gpu_model, strategy, price_per_equivalent_hour AS price, currency,
-        valid_from::timestamp AT TIME ZONE 'UTC' AS valid_from,
-        COALESCE(LEAD(valid_from::timestamp AT TIME ZONE 'UTC') OVER (
-            PARTITION BY gpu_model, strategy ORDER BY valid_from), 'infinity') AS valid_to
-    FROM chargeback_ratecard
-    UNION ALL  -- before the first card of a model and strategy: unpriced
-    SELECT gpu_model, strategy, NULL, '', '-infinity', min(valid_from)::timestamp AT TIME ZONE 'UTC'
-    FROM chargeback_ratecard GROUP BY gpu_model, strategy
-),
+WITH {RATES_CTE},
 spans AS (
     SELECT {span_columns}, category, 1 AS sign, NULL::timestamptz AS booked_at,
         GREATEST(started_at, %(start)s) AS s, LEAST(COALESCE(ended_at, %(now)s), %(end)s) AS e
@@ -174,31 +181,45 @@ spans AS (
         sign, booked_at, started_at, ended_at
     FROM chargeback_adjustment
     WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}
-),{buckets}
+),
+buckets AS (  -- cut at UTC days; an adjustment line is one piece, on the day it is booked
+    SELECT sp.*, b.day,
+        CASE WHEN sp.booked_at IS NULL THEN GREATEST(sp.s, b.day) ELSE sp.s END AS bs,
+        CASE WHEN sp.booked_at IS NULL THEN LEAST(sp.e, b.day + interval '1 day') ELSE sp.e END AS be
+    FROM spans sp
+    CROSS JOIN LATERAL generate_series(
+        date_trunc('day', COALESCE(sp.booked_at, sp.s), 'UTC'),
+        COALESCE(sp.booked_at, sp.e - interval '1 microsecond'),
+        interval '1 day') AS b(day)
+    WHERE sp.e > sp.s
+),
 pieces AS (
-    SELECT bk.*, COALESCE(r.currency, '') AS currency, r.price,
+    SELECT bk.*, COALESCE(r.currency, '') AS currency, r.price, r.valid_from AS segment,
         EXTRACT(EPOCH FROM LEAST(bk.be, r.valid_to) - GREATEST(bk.bs, r.valid_from)) AS secs
     FROM buckets bk
     LEFT JOIN rates r ON r.gpu_model = bk.gpu_model AND r.strategy = bk.strategy
         AND r.valid_from < bk.be AND r.valid_to > bk.bs
     WHERE bk.be > bk.bs
 ),
-level1 AS (
-    SELECT {select_keys}category, currency, den,
+per_den AS (
+    SELECT {LINE_KEYS}, den,
         sum(sign * secs * devices) AS device_seconds,
         sum(sign * secs * num) AS eq_seconds_num,
-        sum(sign * secs * num * price) AS cost_num
+        sum(sign * secs * num * price) AS cost_num,
+        chargeback_lcm(den::numeric) OVER (PARTITION BY {LINE_KEYS}) AS lcm
     FROM pieces
-    GROUP BY {level1_keys}
+    GROUP BY {LINE_KEYS}, den
 ),
+{LINES_CTE},
 a AS (
-    SELECT {level2_keys},
+    SELECT {select_keys}category, currency,
         sum(device_seconds) AS device_seconds,
-        sum(eq_seconds_num::numeric(60, 24) / den) AS gpu_equivalent_seconds,
-        sum(cost_num::numeric(60, 24) / den) / 3600 AS cost
-    FROM level1
-    GROUP BY {level2_keys}
-    HAVING sum(device_seconds) <> 0 OR sum(eq_seconds_num::numeric(60, 24) / den) <> 0  -- nothing left: no line
+        sum(gpu_equivalent_seconds) AS gpu_equivalent_seconds,
+        sum(cost) AS cost
+    FROM lines
+    GROUP BY {group_keys}
+    -- nothing left (a reclassification inside a closed month): no line
+    HAVING sum(device_seconds) <> 0 OR sum(gpu_equivalent_seconds) <> 0 OR sum(cost) <> 0
 )
 SELECT {"".join(f"{c}, " for c in outer_select)}a.category,
     round(a.device_seconds / 3600, 6) AS device_hours,
