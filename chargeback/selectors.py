@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from portal.selectors import team_visible_ids
 
+from . import report_sql
 from .choices import GROUP_BY_CHOICES
 from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 from .periods import day_start
@@ -58,38 +59,6 @@ _FILTERS = {
 }
 REPORT_FILTERS = tuple(_FILTERS)
 
-# Rate cards as segments [valid_from, valid_to); before the first card of a model and strategy: unpriced.
-RATES_CTE = """rates AS (
-    SELECT gpu_model, strategy, price_per_equivalent_hour AS price, currency,
-        valid_from::timestamp AT TIME ZONE 'UTC' AS valid_from,
-        COALESCE(LEAD(valid_from::timestamp AT TIME ZONE 'UTC') OVER (
-            PARTITION BY gpu_model, strategy ORDER BY valid_from), 'infinity') AS valid_to
-    FROM chargeback_ratecard
-    UNION ALL
-    SELECT gpu_model, strategy, NULL, '', '-infinity', min(valid_from)::timestamp AT TIME ZONE 'UTC'
-    FROM chargeback_ratecard GROUP BY gpu_model, strategy
-)"""
-
-# The finest line of the report: every dimension it can be grouped by, the UTC day, the category and the rate
-# segment. Cost is rounded to the cent here, once, and every coarser row is a sum of rounded lines, so a
-# report's rows add up to its total whatever the grouping (docs/chargeback.md, "Rounding").
-LINE_KEYS = ("team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, day, category, "
-             "currency, segment")
-
-# From `per_den` (LINE_KEYS, den, device_seconds, eq_seconds_num, cost_num = sum(secs x num x price), and `lcm`,
-# the least common multiple of the line's denominators): the line's exact cost A / B, with A over the common
-# denominator and B = 3600 x lcm, rounded half away from zero to whole cents in integer arithmetic
-# (floor((200|A| + B) / 2B)), so no intermediate decimal rounding can move a half cent.
-LINES_CTE = f"""lines AS (
-    SELECT {LINE_KEYS},
-        sum(device_seconds) AS device_seconds,
-        sum(eq_seconds_num::numeric(60, 24) / den) AS gpu_equivalent_seconds,
-        sign(sum(cost_num * div(lcm, den))) * div(200 * abs(sum(cost_num * div(lcm, den))) + 3600 * max(lcm),
-                                                  7200 * max(lcm)) / 100 AS cost
-    FROM per_den
-    GROUP BY {LINE_KEYS}
-)"""
-
 
 @dataclass(frozen=True)
 class ReportQuery:
@@ -117,8 +86,10 @@ def report_query(
     group_by: Sequence[str],
     now: datetime | None = None,
     filters: dict | None = None,
+    source: str = "rollups",
 ) -> ReportQuery:
-    """The report as one SQL statement and its parameters (see the module docstring)."""
+    """The report as one SQL statement and its parameters (see the module docstring). `source="raw"` reads
+    the raw intervals only: the reference the rollups are tested and benchmarked against."""
     group_by = ordered_group_by(group_by)
     params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
     conditions = []
@@ -132,8 +103,6 @@ def report_query(
         conditions.append(_FILTERS[name])
         params[f"f_{name}"] = value
     where = "".join(f" AND {c}" for c in conditions)
-    span_columns = "team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, devices, " \
-                   "equivalents_num AS num, equivalents_den AS den"
 
     inner_keys, outer_select, joins, order = [], [], [], []
     for name in group_by:
@@ -164,53 +133,9 @@ def report_query(
     group_keys = ", ".join(key_names + ["category", "currency"])
     select_keys = "".join(f"{k}, " for k in inner_keys)
 
+    lines = report_sql.raw_lines(where) if source == "raw" else report_sql.rollup_lines(where)
     sql = f"""
-WITH {RATES_CTE},
-spans AS (
-    SELECT {span_columns}, category, 1 AS sign, NULL::timestamptz AS booked_at,
-        GREATEST(started_at, %(start)s) AS s, LEAST(COALESCE(ended_at, %(now)s), %(end)s) AS e
-    FROM chargeback_usageinterval
-    WHERE tstzrange(started_at, ended_at) && tstzrange(%(start)s, %(end)s) AND started_at < %(now)s{where}
-    UNION ALL  -- closed months stay as they were closed: take back what changed after
-    SELECT {span_columns}, category, -sign, NULL,
-        GREATEST(started_at, %(start)s), LEAST(ended_at, %(end)s)
-    FROM chargeback_adjustment
-    WHERE started_at < %(end)s AND ended_at > %(start)s{where}
-    UNION ALL  -- ... and book it in the next open month
-    SELECT {span_columns}, CASE WHEN category = 'waste' THEN 'waste_adjustment' ELSE 'adjustment' END,
-        sign, booked_at, started_at, ended_at
-    FROM chargeback_adjustment
-    WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}
-),
-buckets AS (  -- cut at UTC days; an adjustment line is one piece, on the day it is booked
-    SELECT sp.*, b.day,
-        CASE WHEN sp.booked_at IS NULL THEN GREATEST(sp.s, b.day) ELSE sp.s END AS bs,
-        CASE WHEN sp.booked_at IS NULL THEN LEAST(sp.e, b.day + interval '1 day') ELSE sp.e END AS be
-    FROM spans sp
-    CROSS JOIN LATERAL generate_series(
-        date_trunc('day', COALESCE(sp.booked_at, sp.s), 'UTC'),
-        COALESCE(sp.booked_at, sp.e - interval '1 microsecond'),
-        interval '1 day') AS b(day)
-    WHERE sp.e > sp.s
-),
-pieces AS (
-    SELECT bk.*, COALESCE(r.currency, '') AS currency, r.price, r.valid_from AS segment,
-        EXTRACT(EPOCH FROM LEAST(bk.be, r.valid_to) - GREATEST(bk.bs, r.valid_from)) AS secs
-    FROM buckets bk
-    LEFT JOIN rates r ON r.gpu_model = bk.gpu_model AND r.strategy = bk.strategy
-        AND r.valid_from < bk.be AND r.valid_to > bk.bs
-    WHERE bk.be > bk.bs
-),
-per_den AS (
-    SELECT {LINE_KEYS}, den,
-        sum(sign * secs * devices) AS device_seconds,
-        sum(sign * secs * num) AS eq_seconds_num,
-        sum(sign * secs * num * price) AS cost_num,
-        chargeback_lcm(den::numeric) OVER (PARTITION BY {LINE_KEYS}) AS lcm
-    FROM pieces
-    GROUP BY {LINE_KEYS}, den
-),
-{LINES_CTE},
+WITH {lines},
 a AS (
     SELECT {select_keys}category, currency,
         sum(device_seconds) AS device_seconds,
@@ -234,9 +159,10 @@ ORDER BY {"".join(f"{o}, " for o in order)}a.category, a.currency
 
 
 def report_rows(*, user, start: date, end: date, group_by: Sequence[str], now: datetime | None = None,
-                filters: dict | None = None) -> list[dict]:
+                filters: dict | None = None, source: str = "rollups") -> list[dict]:
     """The report rows as dicts (one query). For large results stream with `report_iter`."""
-    query = report_query(user=user, start=start, end=end, group_by=group_by, now=now, filters=filters)
+    query = report_query(user=user, start=start, end=end, group_by=group_by, now=now, filters=filters,
+                         source=source)
     with connection.cursor() as cursor:
         cursor.execute(query.sql, query.params)
         return [dict(zip(query.columns, row)) for row in cursor.fetchall()]

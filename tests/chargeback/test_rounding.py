@@ -98,11 +98,15 @@ cards_strategy = st.dictionaries(
 groupings_strategy = st.lists(st.sets(st.sampled_from(GROUP_BY_CHOICES)), min_size=1, max_size=3)
 
 
-def _load(requests_a, pods, cards) -> None:
+def _load_cards(cards) -> None:
     for (model, strategy), by_day in cards.items():
         RateCard.objects.bulk_create(RateCard(gpu_model=model, strategy=strategy, price_per_equivalent_hour=price,
                                               currency="EUR", valid_from=START + timedelta(days=offset))
                                      for offset, price in by_day.items())
+
+
+def _load(requests_a, pods, cards) -> None:
+    _load_cards(cards)
     usage_ingest(cluster_name="gpu-east", now=NOW, pods=[
         pod_for(requests_a[key], started_at=BASE + timedelta(seconds=at),
                 finished_at=None if still_running else BASE + timedelta(seconds=at + length))
