@@ -158,14 +158,23 @@ ORDER BY {"".join(f"{o}, " for o in order)}a.category, a.currency
     return ReportQuery(sql=sql, params=params, columns=columns, group_by=group_by)
 
 
+# generate_series() is estimated at 1,000 rows a call, so the planner prices the report in millions and
+# JIT-compiles it, which took seconds (measured: 10.8 s against 0.9 s without, at 20,000 intervals).
+_NO_JIT = "SET jit = off"
+
+
 def report_rows(*, user, start: date, end: date, group_by: Sequence[str], now: datetime | None = None,
                 filters: dict | None = None, source: str = "rollups") -> list[dict]:
     """The report rows as dicts (one query). For large results stream with `report_iter`."""
     query = report_query(user=user, start=start, end=end, group_by=group_by, now=now, filters=filters,
                          source=source)
     with connection.cursor() as cursor:
-        cursor.execute(query.sql, query.params)
-        return [dict(zip(query.columns, row)) for row in cursor.fetchall()]
+        cursor.execute(_NO_JIT)
+        try:
+            cursor.execute(query.sql, query.params)
+            return [dict(zip(query.columns, row)) for row in cursor.fetchall()]
+        finally:
+            cursor.execute("RESET jit")
 
 
 def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple]:
@@ -174,6 +183,7 @@ def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple
     with connection.cursor() as settings_cursor:
         # A cursor is planned for its first rows (cursor_tuple_fraction 0.1); this one is always read to the end.
         settings_cursor.execute("SET cursor_tuple_fraction = 1.0")
+        settings_cursor.execute(_NO_JIT)
     try:
         with connection.chunked_cursor() as cursor:
             cursor.execute(query.sql, query.params)
@@ -185,6 +195,7 @@ def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple
     finally:
         with connection.cursor() as settings_cursor:
             settings_cursor.execute("RESET cursor_tuple_fraction")
+            settings_cursor.execute("RESET jit")
 
 
 def report_has_demo_data(*, user, start: date, end: date) -> bool:
