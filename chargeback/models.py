@@ -146,6 +146,7 @@ class ClosedPeriod(models.Model):
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     closed_at = models.DateTimeField(auto_now_add=True)
     totals = models.JSONField(default=list, blank=True, help_text="per currency and category, when closed")
+    lines_frozen = models.BooleanField(default=False, help_text="its report lines are stored (ClosedLine)")
 
     class Meta:
         ordering = ["-month"]
@@ -236,3 +237,63 @@ class StallWaste(models.Model):
 
     def __str__(self) -> str:
         return f"waste of stall {self.stall_id}"
+
+
+class UsageRollup(models.Model):
+    """Ended intervals summed per line of the report (every groupable dimension x UTC day x category) and GPU
+    equivalents denominator, in exact integers: microseconds x devices and microseconds x equivalents_num.
+    Kept by the database (statement triggers on chargeback_usageinterval, migration 0005) in the same
+    transaction as each interval write, so no write path can forget it. Prices are applied when read: a rate
+    card starts at 00:00 UTC, so one day has one rate."""
+
+    team_id = models.BigIntegerField(null=True)
+    cost_center = models.CharField(max_length=64)
+    cluster = models.CharField(max_length=40)
+    strategy = models.CharField(max_length=20)
+    gpu_model = models.CharField(max_length=40)
+    mig_profile = models.CharField(max_length=40)
+    request_id = models.BigIntegerField(null=True)
+    category = models.CharField(max_length=10)
+    day = models.DateTimeField(help_text="00:00 UTC of the day")
+    den = models.BigIntegerField()
+    device_us = models.DecimalField(max_digits=38, decimal_places=0)
+    eq_us_num = models.DecimalField(max_digits=38, decimal_places=0, help_text="divide by den for equivalent-us")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["day", "team_id", "cost_center", "cluster", "strategy", "gpu_model", "mig_profile",
+                        "request_id", "category", "den"],
+                nulls_distinct=False, name="%(app_label)s_%(class)s_one_per_line",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.gpu_model} {self.strategy} request {self.request_id}"
+
+
+class ClosedLine(models.Model):
+    """A closed month's report lines as they were when it closed (see chargeback.report_sql): the report reads
+    a closed month from here, never again from its intervals."""
+
+    period = models.ForeignKey(ClosedPeriod, on_delete=models.PROTECT, related_name="lines")
+    team_id = models.BigIntegerField(null=True)
+    cost_center = models.CharField(max_length=64)
+    cluster = models.CharField(max_length=40)
+    strategy = models.CharField(max_length=20)
+    gpu_model = models.CharField(max_length=40)
+    mig_profile = models.CharField(max_length=40)
+    request_id = models.BigIntegerField(null=True)
+    day = models.DateTimeField()
+    category = models.CharField(max_length=20)
+    currency = models.CharField(max_length=3, blank=True)
+    segment = models.DateTimeField(null=True, help_text="start of the rate card's segment (NULL: no card)")
+    device_seconds = models.DecimalField(max_digits=40, decimal_places=6)
+    gpu_equivalent_seconds = models.DecimalField(max_digits=60, decimal_places=24)
+    cost = models.DecimalField(max_digits=30, decimal_places=2, null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["day"], name="chargeback_closedline_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.gpu_model} {self.category} {self.cost}"

@@ -29,6 +29,7 @@ from provisioning.choices import SchedulingModel
 from provisioning.models import Cluster, GangStall, NodePool
 from provisioning.vocabulary import REPLICATED, STRATEGIES
 
+from . import report_sql
 from .choices import Category, CollectionStatus, EndSource, Flag
 from .ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
 from .models import Adjustment, ClosedPeriod, RateCard, StallWaste, UsageCollection, UsageInterval
@@ -589,7 +590,24 @@ def period_close(*, month: date, user, now: datetime | None = None) -> ClosedPer
         {key: str(row[key]) for key in ("category", "currency", "device_hours", "gpu_equivalent_hours", "cost")}
         for row in report_rows(user=user, start=month, end=add_months(month, 1), group_by=(), now=now)
     ]
-    return ClosedPeriod.objects.create(month=month, closed_by=user, totals=totals)
+    period = ClosedPeriod.objects.create(month=month, closed_by=user, totals=totals)
+    _freeze_lines(period, now=now)
+    return period
+
+
+def _freeze_lines(period: ClosedPeriod, *, now: datetime) -> None:
+    """Store the month's report lines; from then on the report reads the month from them alone."""
+    keys = report_sql.LINE_KEYS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH {report_sql.rollup_lines('')} INSERT INTO chargeback_closedline (period_id, {keys}, "
+            f"device_seconds, gpu_equivalent_seconds, cost) "
+            f"SELECT %(period)s, {keys}, device_seconds, gpu_equivalent_seconds, cost FROM lines",
+            {"period": period.pk, "start": day_start(period.month), "end": day_start(add_months(period.month, 1)),
+             "now": now},
+        )
+    period.lines_frozen = True
+    period.save(update_fields=["lines_frozen"])
 
 
 # --- collection -------------------------------------------------------------------------------------------------

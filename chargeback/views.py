@@ -12,6 +12,7 @@ from portal.selectors import team_list_visible
 
 from . import selectors
 from .charts import stacked_bars
+from .exporters import ROUNDING_NOTES
 from .forms import GROUP_BY_LABELS, ReportForm
 
 MEASURE_LABELS = {"category": "Category", "device_hours": "Device-hours", "gpu_equivalent_hours": "GPU-equivalent hours",
@@ -52,6 +53,7 @@ def report(request):
             chart=_chart(request.user, start=period["start"], end=period["end"]),
             csv_url=_csv_url(**period),
             has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
+            rounding_notes=ROUNDING_NOTES,
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
         )
     return render(request, "chargeback/report.html", context)
@@ -71,7 +73,7 @@ def team_report(request, slug):
         context.update(
             period=period, rows=rows,
             chart=_chart(request.user, start=period["start"], end=period["end"], filters=filters),
-            csv_url=_csv_url(team=team.slug, **period),
+            csv_url=_csv_url(team=team.slug, **period), rounding_notes=ROUNDING_NOTES,
             back_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
         )
     return render(request, "chargeback/team_report.html", context)

@@ -53,6 +53,14 @@ def test_finance_page_shows_table_chart_drill_links_and_csv(usage, finance_user)
     assert "team-b" in page
 
 
+def test_finance_page_and_team_drill_state_the_rounding_rule(usage, finance_user):
+    client = login(finance_user)
+    for url in (f"/chargeback/{PERIOD}", f"/chargeback/teams/team-a/{PERIOD}"):
+        page = client.get(url).content.decode()
+        assert 'data-testid="rounding-note"' in page, url
+        assert "Cost is rounded to the cent once per line of request x UTC day" in page, url
+
+
 def test_the_page_opens_on_last_month_with_the_default_grouping(usage, finance_user):
     response = login(finance_user).get("/chargeback/")
     start = add_months(month_start(timezone.now().date()), -1)
