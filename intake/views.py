@@ -13,6 +13,7 @@ from portal.selectors import team_list_requestable, team_list_visible
 
 from . import selectors, services
 from .choices import REQUEST_TERMINAL, RequestStatus
+from .decisions import summarise
 from .forms import RequestForm
 
 
@@ -76,6 +77,7 @@ def request_preview(request):
                 name=form.cleaned_data.get("name") or "preview",
             )
             context["decision"] = preview.decision
+            context["summary"] = summarise(preview.decision, marked_below=True)
             context["manifest_kinds"] = [f"{m['kind']} {m['metadata']['name']}" for m in preview.manifests]
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
@@ -94,6 +96,7 @@ def request_detail(request, pk):
     return render(request, "intake/request_detail.html", {
         "gpu_request": gpu_request,
         "decision": gpu_request.decision,
+        "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
         "is_platform": is_platform(request.user),
