@@ -59,3 +59,38 @@ def plural(count, forms: str) -> str:
     """``{{ n|plural:"node" }}`` -> "1 node" / "3 nodes"; irregular: ``{{ n|plural:"policy,policies" }}``."""
     singular, _, plural_form = forms.partition(",")
     return plural_text(count, singular, plural_form or None)
+
+
+OUTCOME_KEY_WORDS = {"strategy": "strategy", "fallback_strategy": "else", "forbid_strategies": "never",
+                     "replace_with": "instead", "auto_approve": "approved automatically",
+                     "auto_approve_limits": "automatic approval limits", "fabric_isolation": "fabric",
+                     "allowed_gpu_models": "GPU models", "gang": "gang-scheduled"}
+
+
+def _outcome_value(key: str, value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_outcome_value(key, v) for v in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{vocabulary.humanise(k)} {_outcome_value(k, v)}" for k, v in value.items())
+    return value_words(value, "strategy" if "strateg" in key or key == "replace_with" else "")
+
+
+@register.filter
+def outcome_words(outcome) -> str:
+    """A rule's outcome (a dict in the policy) as a line of words: "strategy MIG slice; else whole GPU; ..."."""
+    if not outcome:
+        return "—"
+    if not isinstance(outcome, dict):
+        return value_words(outcome)
+    return "; ".join(f"{OUTCOME_KEY_WORDS.get(k, vocabulary.humanise(k))}: {_outcome_value(k, v)}"
+                     for k, v in outcome.items())
+
+
+@register.filter
+def change_words(value, field: str) -> str:
+    """One side of a changed decision field in the policy diff ("—" when absent)."""
+    if value is None:
+        return "—"
+    return _outcome_value(field, value) if isinstance(value, (list, dict, bool)) else value_words(value, field)
