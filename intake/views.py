@@ -14,7 +14,7 @@ from portal.selectors import team_list_requestable, team_list_visible
 from . import selectors, services
 from .choices import REQUEST_TERMINAL, RequestStatus
 from .decisions import summarise
-from .forms import RequestForm
+from .forms import CancelForm, RequestForm
 
 
 @login_required
@@ -107,7 +107,15 @@ def request_detail(request, pk):
 @require_POST
 def request_cancel(request, pk):
     try:
-        services.request_cancel(user=request.user, request_id=pk, comment=request.POST.get("comment", ""))
+        selectors.request_get(user=request.user, request_id=pk)  # another team's request is a 404, confirmed or not
+    except NotFound:
+        return render(request, "404.html", status=404)
+    form = CancelForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("confirm", form.errors.get("comment", []))))
+        return redirect("web:request-detail", pk=pk)
+    try:
+        services.request_cancel(user=request.user, request_id=pk, comment=form.cleaned_data["comment"])
         messages.success(request, "Request cancelled.")
     except NotFound:
         return render(request, "404.html", status=404)

@@ -86,7 +86,7 @@ def test_other_teams_request_page_is_404(engineer, engineer_b, team_b, inventory
 
 def test_cancel_from_the_request_page(engineer, team_a, inventory):
     mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
-    response = login(engineer).post(f"/requests/{mine.pk}/cancel/", {"comment": "changed my mind"})
+    response = login(engineer).post(f"/requests/{mine.pk}/cancel/", {"comment": "changed my mind", "confirm": "on"})
     assert response.status_code == 302
     mine.refresh_from_db()
     assert mine.status == "cancelled" and mine.events.last().comment == "changed my mind"
@@ -102,3 +102,23 @@ def test_forms_are_csrf_protected(engineer, team_a, inventory):
 def test_finance_has_no_new_request_page(finance_user):
     response = login(finance_user).get("/requests/new/")
     assert response.status_code == 302
+
+
+def test_cancelling_a_running_request_needs_the_confirmation(engineer, platform_user, team_a, inventory):
+    from intake.services import request_approve
+
+    mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
+    request_approve(user=platform_user, request_id=mine.pk)
+    GpuRequest.objects.filter(pk=mine.pk).update(status="running")
+    client = login(engineer)
+    page = client.get(f"/requests/{mine.pk}/").content.decode()
+    assert 'name="confirm"' in page and "running pods stop" in page and "<script" not in page.split("</head>")[1]
+
+    response = client.post(f"/requests/{mine.pk}/cancel/", {"comment": "oops"}, follow=True)
+    mine.refresh_from_db()
+    assert mine.status == "running"
+    assert "nothing was cancelled" in response.content.decode()
+
+    client.post(f"/requests/{mine.pk}/cancel/", {"comment": "done", "confirm": "on"})
+    mine.refresh_from_db()
+    assert mine.status == "cancelled"
