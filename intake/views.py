@@ -78,7 +78,7 @@ def request_preview(request):
             )
             context["decision"] = preview.decision
             context["summary"] = summarise(preview.decision, marked_below=True)
-            context["manifest_kinds"] = [f"{m['kind']} {m['metadata']['name']}" for m in preview.manifests]
+            context["manifest_kinds"] = preview.object_names
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
             context["errors"] = errors.get("answers", errors)
