@@ -410,7 +410,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
             names = sorted({c.cluster.name for c in candidates})
             raise PlacementImpossible(
                 f"{answers.replicas} training replicas must start all-or-nothing, but "
-                f"{'the clusters' if len(names) > 1 else 'the cluster'} that could host them ({', '.join(names)}) have no gang scheduler: three of four pods could run and burn "
+                f"{'the clusters' if len(names) > 1 else 'the cluster'} that could host them ({', '.join(names)}) "
+                f"{'have' if len(names) > 1 else 'has'} no gang scheduler: three of four pods could run and burn "
                 "GPU-hours while the last one waits. Ask for one replica, or ask the platform team for gang "
                 "scheduling on that cluster.",
                 field="replicas",

@@ -181,5 +181,9 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "TEST_REDIS_URL": {"meaning": "the Redis database `./scripts/test` gives the tests (as their `REDIS_URL`), so "
                        "queued test tasks never reach a demo worker"},
     "PORT": {"meaning": "the port `./scripts/demo` serves on"},
+    "ALLOWED_HOSTS": {"meaning": "`./scripts/demo` passes it on to the portal; when unset it is the portal's default "
+                                 "plus `HOST`, so that the printed URL opens"},
+    "HOST": {"meaning": "the address `./scripts/demo` listens on: loopback unless you say otherwise (`0.0.0.0` or "
+                        "`::` serve every interface); it is added to `ALLOWED_HOSTS` when that is not set"},
     "VENV": {"meaning": "the virtualenv the scripts create and use"},
 }

@@ -216,8 +216,8 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
             return
         kube_inventory.patch_node(kube, step.node_name, labels={MIG_CONFIG: step.to_config, MIG_STATE: None})
         step.reconfigure_deadline_at = now + datetime.timedelta(seconds=plan.reconfigure_timeout_seconds)
-        interrupted = (f" The drain deadline passed with {plural(len(pods), 'GPU pod')} still running, interrupted by the "
-                       f"reconfiguration: {_pod_names(pods)}.") if pods else " No GPU pod was left on the node."
+        interrupted = (f" The drain deadline passed with {plural(len(pods), 'GPU pod')} still running, interrupted "
+                       f"by the reconfiguration: {_pod_names(pods)}.") if pods else " No GPU pod was left on the node."
         _transition(step, MigStepState.LABELLED,
                     f"Set {MIG_CONFIG}={step.to_config} (was {step.from_config or 'unset'}).{interrupted}", now)
         return  # mig-manager needs time; the next advance reads its state
