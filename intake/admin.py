@@ -2,6 +2,8 @@
 Every action calls the same services as the API."""
 from __future__ import annotations
 
+from portal.text import plural
+
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -14,7 +16,7 @@ from portal.errors import DomainError
 from . import services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
-from .selectors import policy_version_review, request_answer_rows
+from .selectors import policy_version_review, request_answer_rows, request_summary
 
 
 class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
@@ -76,6 +78,7 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
             "title": f"Review request #{gpu_request.pk}: {gpu_request.team.slug}/{gpu_request.name}",
             "gpu_request": gpu_request,
             "decision": gpu_request.decision,
+            "summary": request_summary(gpu_request),
             "answer_rows": request_answer_rows(gpu_request),
             "events": events,
             "can_decide": self.has_change_permission(request) and gpu_request.status == "pending_approval",
@@ -144,7 +147,7 @@ class PendingApprovalAdmin(GpuRequestAdmin):
             except DomainError as exc:
                 messages.error(request, f"#{gpu_request.pk} {gpu_request.name}: {exc.message}")
         if approved:
-            messages.success(request, f"{approved} request(s) approved.")
+            messages.success(request, f"{plural(approved, 'request')} approved.")
 
 
 class RuleInline(PlatformAdminMixin, admin.StackedInline):

@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from portal.text import plural
 from provisioning.catalogue import Catalogue, MigProfileSpec
 from provisioning.vocabulary import MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES, STRATEGY_WORDS
 from provisioning.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
-from provisioning.vocabulary import TIME_SLICING, WHOLE_GPU
 from provisioning.manifests import gangapi
+from provisioning.vocabulary import TIME_SLICING, WHOLE_GPU
 
 from .multinode import multi_node_decision
+from .words import GANG_BACKEND_WORDS
 
 PLATFORM_DEFAULT_STRATEGY = WHOLE_GPU
 
@@ -439,8 +441,9 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         if not gang_capable:
             names = sorted({c.cluster.name for c in candidates})
             raise PlacementImpossible(
-                f"{answers.replicas} training replicas must start all-or-nothing, but the cluster(s) that could "
-                f"host them ({', '.join(names)}) have no gang scheduler: three of four pods could run and burn "
+                f"{answers.replicas} training replicas must start all-or-nothing, but "
+                f"{'the clusters' if len(names) > 1 else 'the cluster'} that could host them ({', '.join(names)}) "
+                f"{'have' if len(names) > 1 else 'has'} no gang scheduler: three of four pods could run and burn "
                 "GPU-hours while the last one waits. Ask for one replica, or ask the platform team for gang "
                 "scheduling on that cluster.",
                 field="replicas",
@@ -656,12 +659,20 @@ def _no_pool_message(strategy: str, answers: Answers, inventory: Inventory, driv
     floor = f" with {driver.words()}" if driver.min_major else ""
     return (
         f"No pool offers a {STRATEGY_WORDS[strategy]}{floor} with {_gb(per_device)} per GPU and "
-        f"{answers.gpus_per_replica} GPU(s) on one node."
+        f"{plural(answers.gpus_per_replica, 'GPU')} on one node."
     )
 
 
-def summarise(decision: dict, answers: Answers) -> str:
-    """The decision in plain words, as the engineer reads it."""
+AWAITING_APPROVAL = "after the platform team approves it"
+
+
+def summarise(decision: dict, answers: Answers | None = None, *, approval: str | None = None,
+              marked_below: bool = False) -> str:
+    """The decision in plain words, as the engineer reads it.
+
+    The stored summary is written at submission, so it says how approval will go; a page showing a request later
+    passes `approval` (what did happen), and `marked_below` only where the defaulted reasons are marked below it.
+    """
     model = decision["gpu_model"]
     per = decision["gpus_per_replica"]
     if decision["strategy"] == MIG:
@@ -684,7 +695,9 @@ def summarise(decision: dict, answers: Answers) -> str:
     if decision["replicas"] > 1:
         parts.append(f"{decision['replicas']} replicas")
     if decision["gang"]:
-        parts.append(f"all {decision['gang']['min_members']} start together or not at all ({decision['gang']['backend']})")
+        backend = decision["gang"]["backend"]
+        parts.append(f"all {decision['gang']['min_members']} start together or not at all "
+                     f"({GANG_BACKEND_WORDS.get(backend, backend)})")
     if decision["fabric_isolation"] == "tenant_exclusive":
         parts.append("no other tenant shares your NVLink domain")
     if decision["driver"] and decision["driver"].get("branch"):
@@ -692,8 +705,11 @@ def summarise(decision: dict, answers: Answers) -> str:
     elif decision["driver"]:
         parts.append(f"only on nodes with driver {decision['driver']['min_major']} or newer")
     parts.append(f"on {decision['cluster']}/{decision['node_pool']}")
-    parts.append("approved automatically" if decision["auto_approve"] else "after the platform team approves it")
+    if approval is None:
+        approval = "approved automatically" if decision["auto_approve"] else AWAITING_APPROVAL
+    parts.append(approval)
     defaults = sum(1 for r in decision["reasons"] if r["source"] == "default")
     if defaults:
-        parts.append(f"{defaults} choice(s) came from defaults, not decisions (marked below)")
+        parts.append(f"{plural(defaults, 'choice')} came from defaults, not decisions"
+                     + (" (marked below)" if marked_below else ""))
     return _capitalise("; ".join(parts)) + "."

@@ -26,6 +26,16 @@ def _form_field(question: Question) -> forms.Field:
     return forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "placeholder": "one argument per line"}), **common)
 
 
+class CancelForm(forms.Form):
+    """Cancelling destroys what was provisioned, so the page asks for an explicit confirmation (no JavaScript)."""
+
+    comment = forms.CharField(required=False, max_length=1000, label="Why (optional)")
+    confirm = forms.BooleanField(
+        required=True, label="Yes, cancel this request",
+        error_messages={"required": "Tick “Yes, cancel this request” to confirm: nothing was cancelled."},
+    )
+
+
 class RequestForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
     name = forms.CharField(max_length=63, validators=[slug_validator],

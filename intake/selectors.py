@@ -11,7 +11,7 @@ from portal.errors import NotFound
 from portal.selectors import team_visible_ids
 
 from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus, RequestStatus
-from .decisions import PolicySpec, RuleSpec
+from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
 
@@ -120,6 +120,29 @@ def request_get(*, user, request_id) -> GpuRequest:
         return request_list(user=user).get(pk=request_id)
     except (GpuRequest.DoesNotExist, ValueError, TypeError):
         raise NotFound("No such request.") from None
+
+
+def request_summary(gpu_request: GpuRequest) -> str:
+    """The decision summary as true now: who approved (or rejected) it and when, not how approval would go.
+
+    The stored summary was written at submission; the request's page shows this one above the reasons table,
+    where the defaulted choices are marked.
+    """
+    events = [e for e in gpu_request.events.all() if e.kind == "transition"]
+    approved = next((e for e in reversed(events) if e.to_status == RequestStatus.APPROVED), None)
+    rejected = next((e for e in reversed(events) if e.to_status == RequestStatus.REJECTED), None)
+    if approved is not None:
+        approval = (f"approved by {approved.actor.username} on {approved.at:%Y-%m-%d}" if approved.actor
+                    else f"approved automatically on {approved.at:%Y-%m-%d}")
+    elif rejected is not None:
+        approval = (f"rejected by {rejected.actor.username} on {rejected.at:%Y-%m-%d}" if rejected.actor
+                    else f"rejected on {rejected.at:%Y-%m-%d}")
+    elif gpu_request.status == RequestStatus.CANCELLED:
+        approval = "cancelled before anyone approved it"
+    else:
+        # Still pending, also when a rule meant to approve it but the quota or capacity check held it back.
+        approval = AWAITING_APPROVAL
+    return summarise(gpu_request.decision, approval=approval, marked_below=True)
 
 
 def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:

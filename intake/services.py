@@ -1,7 +1,7 @@
 """Writes for requests and policy. Every state change goes through `request_transition`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -12,6 +12,7 @@ from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team, slug_validator
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for
+from provisioning.manifests.names import PREVIEW_MAX_ID, preview_name
 from provisioning.selectors import inventory_snapshot, team_quota_state
 
 from . import events
@@ -122,10 +123,15 @@ def auto_approval_team_gate(*, team: Team, decision: dict) -> dict:
 class Preview:
     decision: dict
     manifests: list[dict]
+    # "Kind name" per object, as it will be applied; the request id, unknown yet, shown as <id> (names.py).
+    object_names: list[str] = field(default_factory=list)
 
 
 def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> Preview:
-    """What the user would get, and the objects that would be applied (named as request #0). Stores nothing."""
+    """What the user would get, and the objects that would be applied (named as request #0). Stores nothing.
+
+    `object_names` are the names the objects will have: rendered for two ids, so that what depends on the id
+    (it is not known yet) shows as a placeholder rather than as a made-up name."""
     from provisioning.manifests import RenderError
     from provisioning.selectors import manifests_render
 
@@ -134,9 +140,16 @@ def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> 
     try:
         manifests = manifests_render(team=team, request_id=0, name=name, answers=evaluation.answers.values,
                                      decision=evaluation.decision)
+        small, large = (manifests_render(team=team, request_id=request_id, name=name,
+                                         answers=evaluation.answers.values, decision=evaluation.decision)
+                        for request_id in (1, PREVIEW_MAX_ID))
     except RenderError as exc:
         raise InvalidInput(f"These answers cannot be turned into Kubernetes objects: {exc}", field="answers") from None
-    return Preview(decision=evaluation.decision, manifests=manifests)
+    object_names = []
+    for a, b in zip(small, large, strict=True):
+        shown = preview_name(name, with_small_id=a["metadata"]["name"], with_large_id=b["metadata"]["name"])
+        object_names.append(f"{a['kind']} {shown or 'named after the request id (shortened, known on submission)'}")
+    return Preview(decision=evaluation.decision, manifests=manifests, object_names=object_names)
 
 
 @transaction.atomic

@@ -14,7 +14,8 @@ from portal.selectors import team_list_requestable, team_list_visible
 
 from . import selectors, services
 from .choices import REQUEST_TERMINAL, RequestStatus
-from .forms import RequestForm
+from .decisions import summarise
+from .forms import CancelForm, RequestForm
 
 
 @login_required
@@ -81,7 +82,8 @@ def request_preview(request):
                 name=form.cleaned_data.get("name") or "preview",
             )
             context["decision"] = preview.decision
-            context["manifest_kinds"] = [f"{m['kind']} {m['metadata']['name']}" for m in preview.manifests]
+            context["summary"] = summarise(preview.decision, marked_below=True)
+            context["manifest_kinds"] = preview.object_names
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
             context["errors"] = errors.get("answers", errors)
@@ -99,6 +101,7 @@ def request_detail(request, pk):
     return render(request, "intake/request_detail.html", {
         "gpu_request": gpu_request,
         "decision": gpu_request.decision,
+        "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
         "is_platform": is_platform(request.user),
@@ -109,7 +112,15 @@ def request_detail(request, pk):
 @require_POST
 def request_cancel(request, pk):
     try:
-        services.request_cancel(user=request.user, request_id=pk, comment=request.POST.get("comment", ""))
+        selectors.request_get(user=request.user, request_id=pk)  # another team's request is a 404, confirmed or not
+    except NotFound:
+        return render(request, "404.html", status=404)
+    form = CancelForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("confirm", form.errors.get("comment", []))))
+        return redirect("web:request-detail", pk=pk)
+    try:
+        services.request_cancel(user=request.user, request_id=pk, comment=form.cleaned_data["comment"])
         messages.success(request, "Request cancelled.")
     except NotFound:
         return render(request, "404.html", status=404)

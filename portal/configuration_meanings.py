@@ -218,5 +218,9 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
                        "queued test tasks never reach a demo worker"},
     "PORT": {"meaning": "the port `./scripts/demo` serves on"},
     "DEBUG": {"meaning": "`./scripts/demo` and `./scripts/test` set `DEBUG=true` (development mode) unless it is set"},
+    "ALLOWED_HOSTS": {"meaning": "`./scripts/demo` passes it on to the portal; when unset it is the portal's default "
+                                 "plus `HOST`, so that the printed URL opens"},
+    "HOST": {"meaning": "the address `./scripts/demo` listens on: loopback unless you say otherwise (`0.0.0.0` or "
+                        "`::` serve every interface); it is added to `ALLOWED_HOSTS` when that is not set"},
     "VENV": {"meaning": "the virtualenv the scripts create and use"},
 }

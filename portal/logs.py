@@ -31,6 +31,17 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
+class ForbiddenWithoutTraceback(logging.Filter):
+    """Django logs a refused page (403) with the PermissionDenied's traceback; a refusal is not a fault, so the
+    warning line stays and the traceback goes (tracebacks are kept for 5xx, where they help)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) == 403:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         data = {

@@ -283,7 +283,8 @@ LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "portal.logs.RequestContextFilter"}},
+    "filters": {"request_context": {"()": "portal.logs.RequestContextFilter"},
+                "forbidden_without_traceback": {"()": "portal.logs.ForbiddenWithoutTraceback"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
         "json": {"()": "portal.logs.JsonFormatter"},
@@ -292,6 +293,8 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
     },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # A logger's filters see its records before any handler (and before pytest's caplog) does.
+    "loggers": {"django.request": {"filters": ["forbidden_without_traceback"]}},
 }
 # Celery workers log through the configuration above instead of replacing the root logger's handlers.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -35,3 +35,6 @@ urlpatterns = [
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]
+
+handler403 = "portal.error_pages.permission_denied"
+handler500 = "portal.error_pages.server_error"

@@ -5,6 +5,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from portal.admin_empty import EmptyExplainedMixin
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from portal.errors import DomainError
 
@@ -21,6 +22,9 @@ from .models import (
     ProvisioningJob,
     TeamQuota,
 )
+
+# Lists that only a cluster's API server fills (EmptyExplainedMixin).
+LIVE_CLUSTER_ONLY = "The demo's clusters have no API server (they use the GitOps applier), so this stays empty there."
 
 
 class MigProfileInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -236,8 +240,11 @@ def discrepancy_html(items):
 
 
 @admin.register(Node)
-class NodeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class NodeAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """GPU nodes as discovery last saw them (`manage.py sync_inventory`)."""
+
+    empty_why = ("No nodes yet: nodes are discovered by the inventory sync, which reads a cluster's API server. "
+                 + LIVE_CLUSTER_ONLY)
 
     finance_can_view = True
     list_display = ["name", "cluster", "pool", "gpu_model", "gpu_count", "sharing_mode", "mig_config",
@@ -347,7 +354,9 @@ class GangNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(GangStall)
-class GangStallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class GangStallAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    empty_why = ("No stalled gangs: status reconciliation finds them by reading the pods on a cluster's API server. "
+                 + LIVE_CLUSTER_ONLY)
     finance_can_view = True
     list_display = ["request", "cluster", "workload_class", "started_at", "ended_at", "end_reason", "running_pods",
                     "pending_pods", "gpu_equivalents_running", "burnt_gpu_hours", "notified_at", "released_at"]
@@ -362,14 +371,18 @@ class GangStallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(GangNotification)
-class GangNotificationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class GangNotificationAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    empty_why = ("No notifications: they are sent about stalled gangs, which only a live cluster reports. "
+                 + LIVE_CLUSTER_ONLY)
     list_display = ["id", "stall", "kind", "channel", "target", "status", "attempts", "message", "sent_at"]
     list_filter = ["status", "kind", "channel"]
     list_select_related = ["stall"]
 
 
 @admin.register(ClusterReconcileState)
-class ClusterReconcileStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ClusterReconcileStateAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    empty_why = ("No reconciliation state: it is written when status reconciliation reads a cluster's API server. "
+                 + LIVE_CLUSTER_ONLY)
     list_display = ["cluster", "status", "finished_at", "pods", "requests", "transitions", "events_recorded",
                     "watch_events", "cycle_ms", "message"]
     list_select_related = ["cluster"]

@@ -24,6 +24,8 @@ time-slicing / MPS replicas, scheduling model). Nodes whose GPU the catalogue do
 """
 from __future__ import annotations
 
+from portal.text import plural
+
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -660,7 +662,7 @@ def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue
     name = pool.name
     if len(nodes) != pool.node_count:
         found.append(_d("node_count", pool.node_count, len(nodes),
-                         f"{name} declares {pool.node_count} node(s); {len(nodes)} match its node selector."))
+                         f"{name} declares {plural(pool.node_count, 'node')}; {len(nodes)} match its node selector."))
     if not nodes:
         return found
     models = sorted({n.gpu_model or f"unknown ({n.gpu_product})" for n in nodes})

@@ -21,6 +21,8 @@ transition and returns. Steps run one node at a time, in plan order, so at most 
 """
 from __future__ import annotations
 
+from portal.text import plural
+
 import datetime
 import logging
 from dataclasses import dataclass
@@ -209,13 +211,13 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
     if step.state == MigStepState.DRAINING:
         pods = list(kube_inventory.iter_gpu_pods(kube_inventory.list_pods_on_node(kube, step.node_name)))
         if pods and now < step.drain_deadline_at:
-            _wait(step, f"Waiting for {len(pods)} GPU pod(s) on {step.node_name} to finish (until "
+            _wait(step, f"Waiting for {plural(len(pods), 'GPU pod')} on {step.node_name} to finish (until "
                         f"{step.drain_deadline_at:%Y-%m-%d %H:%M:%S} UTC): {_pod_names(pods)}.")
             return
         kube_inventory.patch_node(kube, step.node_name, labels={MIG_CONFIG: step.to_config, MIG_STATE: None})
         step.reconfigure_deadline_at = now + datetime.timedelta(seconds=plan.reconfigure_timeout_seconds)
-        interrupted = (f" The drain deadline passed with {len(pods)} GPU pod(s) still running, interrupted by the "
-                       f"reconfiguration: {_pod_names(pods)}.") if pods else " No GPU pod was left on the node."
+        interrupted = (f" The drain deadline passed with {plural(len(pods), 'GPU pod')} still running, interrupted "
+                       f"by the reconfiguration: {_pod_names(pods)}.") if pods else " No GPU pod was left on the node."
         _transition(step, MigStepState.LABELLED,
                     f"Set {MIG_CONFIG}={step.to_config} (was {step.from_config or 'unset'}).{interrupted}", now)
         return  # mig-manager needs time; the next advance reads its state
@@ -293,7 +295,7 @@ def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> s
             plan.message = f"Step {failed.position} ({failed.node_name}) {failed.state}: {failed.message}"
         elif all(s.state == MigStepState.DONE for s in steps):
             plan.status, plan.finished_at = MigPlanStatus.DONE, now
-            plan.message = f"All {len(steps)} node(s) reconfigured."
+            plan.message = f"All {plural(len(steps), 'node')} reconfigured."
         if plan.status in (MigPlanStatus.FAILED, MigPlanStatus.DONE):
             # The nodes changed: let decisions and the fit check see it without waiting for the next beat.
             cluster_id = plan.cluster_id

@@ -16,6 +16,8 @@ remaining run time of the GPU workloads on the node (unknown when a workload gav
 """
 from __future__ import annotations
 
+from portal.text import plural
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +95,7 @@ class MigPlanProposal:
     def summary(self) -> str:
         if not self.demand:
             return "No MIG demand is waiting for slices: nothing to change."
-        parts = [f"{len(self.steps)} node(s) to change" if self.steps else "no layout change helps"]
+        parts = [f"{plural(len(self.steps), 'node')} to change" if self.steps else "no layout change helps"]
         wanted = ", ".join(f"{d['devices'] - d['free']} x {d['profile']} on {d['pool']}" for d in self.demand)
         parts.append(f"unmet: {wanted}")
         if self.unmet:

@@ -44,6 +44,18 @@ ensure_venv() {  # $1: pip extras, e.g. "[test]"
   fi
 }
 
+demo_address() {
+  # Loopback by default: the demo has well-known passwords. HOST=0.0.0.0 (or ::) serves every interface, on purpose.
+  local bare="${HOST:-127.0.0.1}"
+  bare="${bare#[}"; bare="${bare%]}"
+  case "$bare" in
+    0.0.0.0) BIND="$bare"; URL_HOST=127.0.0.1 ;;  # a wildcard address is not something a browser can open
+    ::) BIND="[::]"; URL_HOST="[::1]" ;;
+    *:*) BIND="[$bare]"; URL_HOST="[$bare]" ;;  # IPv6 is bracketed in URLs and for runserver
+    *) BIND="$bare"; URL_HOST="$bare" ;;
+  esac
+}
+
 postgres_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 
@@ -62,11 +74,16 @@ ensure_services() {
   fi
   postgres_up || { echo "PostgreSQL did not start" >&2; exit 1; }
   redis_up || { echo "Redis did not start" >&2; exit 1; }
-  # Some machines ask for a password over TCP: give the postgres role one and use it.
+  # The scripts never change a role's password: a server that wants one over TCP gets it from DATABASE_URL.
   if ! psql "$DATABASE_URL" -qAtc 'select 1' >/dev/null 2>&1 && ! psql "${DATABASE_URL%/*}/postgres" -qAtc 'select 1' >/dev/null 2>&1; then
-    log "PostgreSQL refused a password-less TCP login: setting one for the postgres role"
-    as_root su postgres -c "psql -qc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
-    export DATABASE_URL="${DATABASE_URL/postgres@/postgres:postgres@}"
+    cat >&2 <<MSG
+PostgreSQL refused a login with DATABASE_URL=${DATABASE_URL}.
+If the server asks for a password over TCP, put it in the URL, e.g.
+  DATABASE_URL=postgres://postgres:YOUR-PASSWORD@127.0.0.1:5432/gpu_portal $0
+or connect through the local Unix socket (peer authentication, as the operating-system user of that name), e.g.
+  DATABASE_URL=postgres:///gpu_portal?host=/var/run/postgresql $0
+MSG
+    exit 1
   fi
 }
 

@@ -94,3 +94,30 @@ def child_name(base: str, suffix: str) -> str:
 def service_name(base: str, suffix: str = "") -> str:
     """A Service name (DNS-1035: must start with a letter)."""
     return k8s_name(base, suffix, dns1035=True)
+
+
+# The preview renders before the request has an id. Names keep the id (a cancelled request's objects may still be
+# being deleted when a new request of the same name arrives, and reconciliation finds objects by the id label), so
+# the preview shows it as this placeholder, which no Kubernetes name can contain.
+ID_PLACEHOLDER = "<id>"
+# The largest id the placeholder is checked against: a preview name is exact for every id up to it.
+PREVIEW_MAX_ID = 10**12 - 1
+
+
+def preview_name(name: str, *, with_small_id: str, with_large_id: str) -> str | None:
+    """The name an object will have, given the same object rendered for request 1 and for `PREVIEW_MAX_ID`.
+
+    Returns the name itself when it does not depend on the id, the name with `ID_PLACEHOLDER` in place of the id
+    when the id only appears as the base name's ``-r<id>``, and None when the id changes more than that (a long
+    name shortened with a hash): then only submitting tells the name.
+    """
+    if with_small_id == with_large_id:
+        return with_small_id
+    small, large = request_base_name(name, 1), request_base_name(name, PREVIEW_MAX_ID)
+    if not (small.endswith("-r1") and large == f"{small[:-1]}{PREVIEW_MAX_ID}"):
+        return None  # the request name itself was shortened differently for a longer id
+    if with_small_id.startswith(small) and with_large_id.startswith(large):
+        rest = with_small_id[len(small):]
+        if rest == with_large_id[len(large):]:
+            return f"{small[:-1]}{ID_PLACEHOLDER}{rest}"
+    return None

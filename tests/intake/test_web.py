@@ -86,7 +86,7 @@ def test_other_teams_request_page_is_404(engineer, engineer_b, team_b, inventory
 
 def test_cancel_from_the_request_page(engineer, team_a, inventory):
     mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
-    response = login(engineer).post(f"/requests/{mine.pk}/cancel/", {"comment": "changed my mind"})
+    response = login(engineer).post(f"/requests/{mine.pk}/cancel/", {"comment": "changed my mind", "confirm": "on"})
     assert response.status_code == 302
     mine.refresh_from_db()
     assert mine.status == "cancelled" and mine.events.last().comment == "changed my mind"
@@ -102,3 +102,61 @@ def test_forms_are_csrf_protected(engineer, team_a, inventory):
 def test_finance_has_no_new_request_page(finance_user):
     response = login(finance_user).get("/requests/new/")
     assert response.status_code == 302
+
+
+def test_cancelling_a_running_request_needs_the_confirmation(engineer, platform_user, team_a, inventory):
+    from intake.services import request_approve
+
+    mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
+    request_approve(user=platform_user, request_id=mine.pk)
+    GpuRequest.objects.filter(pk=mine.pk).update(status="running")
+    client = login(engineer)
+    page = client.get(f"/requests/{mine.pk}/").content.decode()
+    assert 'name="confirm"' in page and "running pods stop" in page and "<script" not in page.split("</head>")[1]
+
+    response = client.post(f"/requests/{mine.pk}/cancel/", {"comment": "oops"}, follow=True)
+    mine.refresh_from_db()
+    assert mine.status == "running"
+    assert "nothing was cancelled" in response.content.decode()
+
+    client.post(f"/requests/{mine.pk}/cancel/", {"comment": "done", "confirm": "on"})
+    mine.refresh_from_db()
+    assert mine.status == "cancelled"
+
+
+def test_preview_names_are_the_names_applied(engineer, team_a, platform_user, tmp_path, settings,
+                                             django_capture_on_commit_callbacks):
+    """Preview, submit, approve: the demo clusters' GitOps applier writes the objects; their names are the
+    preview's with the request id in place of the placeholder."""
+    from intake.services import request_approve
+    from portal.demo import CLUSTERS
+    from provisioning.inventory import cluster_declare
+    from provisioning.models import AppliedObject
+
+    settings.PORTAL_DATA_DIR = tmp_path
+    for spec in CLUSTERS:
+        spec = dict(spec)
+        cluster_declare(pools=spec.pop("pools"), **spec)
+    client = login(engineer)
+    form = {**FORM, "team": team_a.pk, "name": "chat-serve"}
+    preview = client.post("/requests/preview/", form, HTTP_HX_REQUEST="true")
+    names = preview.context["manifest_kinds"]
+    assert "Deployment chat-serve-r<id>" in names
+    assert "r&lt;id&gt;" in preview.content.decode()  # the page explains the placeholder
+
+    client.post("/requests/new/", form)
+    gpu_request = GpuRequest.objects.get(name="chat-serve")
+    from portal import celery_app
+
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True  # the apply task runs in-process, as the worker would run it
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            request_approve(user=platform_user, request_id=gpu_request.pk)
+    finally:
+        celery_app.conf.task_always_eager = eager
+    applied = sorted(f"{o.kind} {o.name}" for o in AppliedObject.objects.filter(request=gpu_request))
+    assert applied, list(gpu_request.provisioning_jobs.values_list("status", "message"))
+    predicted = sorted(n.replace("<id>", str(gpu_request.pk)) for n in names if "<id>" in n)
+    assert applied == predicted  # the team's shared objects (its Namespace, its queue) are not per request
+    assert set(applied) <= {n.replace("<id>", str(gpu_request.pk)) for n in names}

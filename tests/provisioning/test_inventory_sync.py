@@ -65,7 +65,7 @@ def test_declared_pools_get_discovered_facts_and_discrepancies_but_keep_their_va
     a100 = NodePool.objects.get(cluster=east_live, name="a100-mig-small")
     assert (a100.node_count, a100.mig_layout, a100.driver_version) == (2, "all-1g.10gb", "550.90.07")  # declared
     assert a100.discrepancies == [{"field": "node_count", "declared": 2, "discovered": 1,
-                                   "message": "a100-mig-small declares 2 node(s); 1 match its node selector."}]
+                                   "message": "a100-mig-small declares 2 nodes; 1 match its node selector."}]
     assert a100.discovered["mig_profiles"] == {"1g.10gb": 7} and a100.last_seen_at
     for name in ("h100-train", "h200-mig", "l40s-shared"):
         assert NodePool.objects.get(cluster=east_live, name=name).discrepancies == []

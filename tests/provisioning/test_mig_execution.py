@@ -68,7 +68,7 @@ def test_the_proposal_names_the_node_the_layout_the_cost_and_the_demand(plan, wa
     assert step.gains == {"1g.18gb": -40, "2g.35gb": 8, "3g.71gb": 8} and step.node.name == NODE
     assert plan.demand == [{"pool": "h200-mig", "gpu_model": "H200-141GB", "profile": "3g.71gb", "devices": 2,
                             "free": 0, "requests": [f"#{waiting_for_slices.pk} team-a/llm (pending_approval)"]}]
-    assert plan.summary == "1 node(s) to change; unmet: 2 x 3g.71gb on h200-mig."
+    assert plan.summary == "1 node to change; unmet: 2 x 3g.71gb on h200-mig."
     assert step.log[0]["to"] == "pending" and step.log[0]["message"].endswith("meets 2 x 3g.71gb.")
 
 
@@ -100,7 +100,7 @@ def test_approved_plan_runs_to_done_with_every_step_recorded(plan, live_fake, pl
                                       "on the node.")
     assert step.finished_at and "unschedulable" not in node(live_fake)["spec"]
     plan = MigPlan.objects.get(pk=plan.pk)
-    assert (plan.status, plan.message, plan.approved_by) == ("done", "All 1 node(s) reconfigured.", platform_user_2)
+    assert (plan.status, plan.message, plan.approved_by) == ("done", "All 1 node reconfigured.", platform_user_2)
     patches = [r.body for r in live_fake.requests if r.method == "PATCH" and r.path.endswith(f"/nodes/{NODE}")]
     assert patches == [
         {"spec": {"unschedulable": True}},
@@ -156,7 +156,7 @@ def test_the_drain_waits_for_gpu_pods_then_proceeds(plan, live_fake, platform_us
     mig_plan_advance(plan_id=plan.pk, now=start)
     step = MigPlanStep.objects.get(plan=plan)
     assert step.state == "draining"
-    assert step.message.startswith(f"Waiting for 1 GPU pod(s) on {NODE} to finish") and "gpu-team-a/late" in step.message
+    assert step.message.startswith(f"Waiting for 1 GPU pod on {NODE} to finish") and "gpu-team-a/late" in step.message
     assert "nvidia.com/mig.config" not in [k_ for r in live_fake.requests if r.method == "PATCH"
                                           for k_ in ((r.body.get("metadata") or {}).get("labels") or {})]
 
@@ -175,7 +175,7 @@ def test_at_the_drain_deadline_the_label_is_set_and_the_interrupted_pods_are_nam
 
     step = MigPlanStep.objects.get(plan=plan)
     assert step.state == "labelled"
-    assert step.message.endswith("The drain deadline passed with 1 GPU pod(s) still running, interrupted by the "
+    assert step.message.endswith("The drain deadline passed with 1 GPU pod still running, interrupted by the "
                                  "reconfiguration: gpu-team-a/stubborn.")
 
 

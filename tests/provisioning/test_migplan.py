@@ -38,7 +38,7 @@ def test_an_idle_node_is_changed_to_the_layout_that_keeps_most_of_what_it_offers
     assert step.covers == {"3g.71gb": 2}
     assert step.gains == {"1g.18gb": -40, "2g.35gb": 8, "3g.71gb": 8}
     assert (step.estimated_seconds_min, step.estimated_seconds_max, step.affected) == (240, 480, [])
-    assert proposal.summary == "1 node(s) to change; unmet: 2 x 3g.71gb on h200-mig."
+    assert proposal.summary == "1 node to change; unmet: 2 x 3g.71gb on h200-mig."
 
 
 def test_the_cost_adds_the_longest_remaining_run_and_lists_who_is_interrupted():

@@ -113,7 +113,7 @@ def test_the_admin_page_lists_the_affected_requests(platform_user, placed):
 
     page = client.get(url, {"driver_version": "560.35.03"}).content.decode()
 
-    assert "1 of 3 live request(s) would no longer be schedulable on driver 560.35.03" in page
+    assert "1 of 3 live requests would no longer be schedulable on driver 560.35.03" in page
     assert f"#{placed['floor565'].pk} floor565" in page and "oscar" in page and "asks for driver 565" in page
     assert "A driver version such as 580.65.06." in client.get(url, {"driver_version": "x"}).content.decode()
     assert "runs driver" in client.get(url).content.decode()

@@ -1,0 +1,96 @@
+"""Template filters that turn vocabulary values into words: ``{{ decision.strategy|words:"strategy" }}``.
+
+Pages show words; the API keeps the identifiers. Every vocabulary is looked up here, from the dicts and labels
+defined once elsewhere (intake/words.py, the strategies of intake/decisions.py, the statuses, the questionnaire).
+"""
+from __future__ import annotations
+
+from django import template
+
+from intake import words as vocabulary
+from intake.choices import RequestStatus
+from intake.decisions import STRATEGY_WORDS
+from intake.questionnaire import QUESTIONS
+from portal.text import plural as plural_text
+
+register = template.Library()
+
+VOCABULARIES: dict[str, dict[str, str]] = {
+    "strategy": STRATEGY_WORDS,
+    "status": {status.value: status.label.lower() for status in RequestStatus},
+    "scheduling_model": vocabulary.SCHEDULING_MODEL_WORDS,
+    "gang_backend": vocabulary.GANG_BACKEND_WORDS,
+    "memory_isolation": vocabulary.MEMORY_ISOLATION_WORDS,
+    "fabric_isolation": vocabulary.FABRIC_ISOLATION_WORDS,
+    # Answers: each choice question's option labels, under the question's key ("workload_class", "tenancy", ...).
+    **{q.key: {o.value: o.label.lower() for o in q.options} for q in QUESTIONS if q.kind == "choice"},
+}
+FIELD_WORDS = {**vocabulary.DECISION_FIELD_WORDS, **{q.key: q.label for q in QUESTIONS}}
+
+
+def value_words(value, kind: str = "") -> str:
+    """`value` in words, from the vocabulary `kind` (or the first vocabulary that knows it)."""
+    if value is None or value == "":
+        return ""
+    text = str(value)
+    if kind:
+        # A kind with no vocabulary (a number, an image reference) is shown as it is.
+        known = VOCABULARIES.get(kind)
+        return text if known is None else known.get(text, vocabulary.humanise(text))
+    for words in VOCABULARIES.values():
+        if text in words:
+            return words[text]
+    return vocabulary.humanise(text)
+
+
+@register.filter
+def words(value, kind: str = "") -> str:
+    return value_words(value, kind)
+
+
+@register.filter
+def field_words(key) -> str:
+    """An answer key as its question, a decision field as its name ("gpu_memory_gb" -> "GPU memory needed ...")."""
+    return FIELD_WORDS.get(str(key), vocabulary.humanise(key))
+
+
+@register.filter
+def plural(count, forms: str) -> str:
+    """``{{ n|plural:"node" }}`` -> "1 node" / "3 nodes"; irregular: ``{{ n|plural:"policy,policies" }}``."""
+    singular, _, plural_form = forms.partition(",")
+    return plural_text(count, singular, plural_form or None)
+
+
+OUTCOME_KEY_WORDS = {"strategy": "strategy", "fallback_strategy": "else", "forbid_strategies": "never",
+                     "replace_with": "instead", "auto_approve": "approved automatically",
+                     "auto_approve_limits": "automatic approval limits", "fabric_isolation": "fabric",
+                     "allowed_gpu_models": "GPU models", "gang": "gang-scheduled"}
+
+
+def _outcome_value(key: str, value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_outcome_value(key, v) for v in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{vocabulary.humanise(k)} {_outcome_value(k, v)}" for k, v in value.items())
+    return value_words(value, "strategy" if "strateg" in key or key == "replace_with" else "")
+
+
+@register.filter
+def outcome_words(outcome) -> str:
+    """A rule's outcome (a dict in the policy) as a line of words: "strategy MIG slice; else whole GPU; ..."."""
+    if not outcome:
+        return "—"
+    if not isinstance(outcome, dict):
+        return value_words(outcome)
+    return "; ".join(f"{OUTCOME_KEY_WORDS.get(k, vocabulary.humanise(k))}: {_outcome_value(k, v)}"
+                     for k, v in outcome.items())
+
+
+@register.filter
+def change_words(value, field: str) -> str:
+    """One side of a changed decision field in the policy diff ("—" when absent)."""
+    if value is None:
+        return "—"
+    return _outcome_value(field, value) if isinstance(value, (list, dict, bool)) else value_words(value, field)

@@ -1,0 +1,16 @@
+"""Admin lists that only a live cluster fills say why they are empty in the demo, instead of just "0 items"."""
+import pytest
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("url", ["/admin/provisioning/node/", "/admin/provisioning/gangstall/",
+                                 "/admin/provisioning/gangnotification/",
+                                 "/admin/provisioning/clusterreconcilestate/"])
+def test_an_empty_live_only_list_says_why(platform_user, inventory, url):
+    client = Client()
+    client.force_login(platform_user)
+    html = client.get(url).content.decode()
+    assert 'data-testid="empty-why"' in html and "have no API server" in html
+
