@@ -241,7 +241,7 @@ class _Skipped:
 
 
 # What one replica's devices are called, per strategy, to say why a pool is too small.
-_UNIT = {WHOLE_GPU: "GPU", MIG: "slice", TIME_SLICING: "time-sliced share"}
+_UNIT = {WHOLE_GPU: "GPU", MIG: "slice", TIME_SLICING: "time-sliced share", MPS: "MPS share"}
 
 
 def _plural(count: int, word: str) -> str:
@@ -251,7 +251,7 @@ def _plural(count: int, word: str) -> str:
 def _devices_per_node(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None) -> int:
     if strategy == MIG:
         return pool.mig_profiles.get(profile.name, 0) * pool.gpus_per_node
-    if strategy == TIME_SLICING:
+    if strategy in REPLICATED:
         return pool.gpus_per_node * (pool.time_slicing_replicas or 1)
     return pool.gpus_per_node
 
@@ -319,6 +319,7 @@ def _candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_m
 ONE_DEVICE_PER_REPLICA = {
     MIG: "a CUDA process sees one MIG device, and slices have no NVLink or peer-to-peer path between them",
     TIME_SLICING: "two shares may be the same GPU twice, and the device plugin refuses a request for more than one",
+    MPS: "two MPS shares may be the same GPU twice, and the device plugin refuses more than one for MPS by default",
 }
 
 

@@ -26,7 +26,7 @@ BIG_TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency":
 
 @pytest.fixture
 def east(inventory, live_fake):
-    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token",
+    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token", "--ca-cert-file", live_fake.ca_file,
                  "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
     live_fake.put(k.namespace("gpu-team-a"))
     return Cluster.objects.get(name="gpu-east")

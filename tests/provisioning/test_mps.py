@@ -28,7 +28,7 @@ NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency
 @pytest.fixture
 def mps_cluster(inventory, live_fake):
     """gpu-east against the fake, with two H100 nodes shared through MPS four ways (renameByDefault)."""
-    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token",
+    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token", "--ca-cert-file", live_fake.ca_file,
                  "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
     live_fake.put(k.namespace("gpu-team-a"))
     for i in (1, 2):
@@ -66,7 +66,7 @@ def test_mps_nodes_are_discovered_as_an_mps_pool_not_as_time_slicing(mps_cluster
 
 
 def test_a_declared_time_sliced_pool_on_mps_nodes_is_a_discrepancy(live_fake, inventory):
-    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token",
+    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token", "--ca-cert-file", live_fake.ca_file,
                  "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
     live_fake.put(k.mps_node("gpu-l40s-1", model="L40S-48GB", gpus=4, pool="l40s-shared"))
 
@@ -120,6 +120,9 @@ def test_metering_prices_an_mps_pod_as_a_share_of_the_pool(mps_cluster, engineer
     from chargeback.services import usage_collect
     from intake.services import request_submit
 
+    from provisioning.inventory import team_quota_set
+
+    team_quota_set(team=team_a, strategy="mps", gpu_equivalents=1)  # the rule approves only with a quota
     request = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=NOTEBOOK)
     assert request.decision["strategy"] == "mps" and request.status == "approved"
     pod = k.gpu_pod("notebook-0", node="gpu-mps-1", resources={"nvidia.com/gpu.shared": 1}, request_id=request.pk)
@@ -155,8 +158,9 @@ def test_the_api_says_which_device_plugin_config_each_pool_needs(api, platform_u
 
 def test_more_than_one_gpu_per_replica_is_not_placed_on_a_device_plugin_mps_pool(api, engineer, team_a, mps_cluster,
                                                                                 mps_policy):
+    # One MPS share per replica (failRequestsGreaterThanOne); the rule states no fallback, so the answer changes.
     answers = {**NOTEBOOK, "gpus_per_replica": 2, "gpu_memory_gb": 20}
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": answers}, format="json")
 
-    assert response.status_code == 200, response.json()
-    assert response.json()["decision"]["strategy"] == "whole_gpu"
+    assert response.status_code == 400
+    assert "only one MPS" in response.json()["answers"]["gpus_per_replica"][0]

@@ -37,7 +37,7 @@ def invalid_node(name: str) -> dict:
 
 @pytest.fixture
 def east(inventory, live_fake):
-    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token",
+    call_command("register_cluster", "gpu-east", "--server", live_fake.url, "--token", "test-token", "--ca-cert-file", live_fake.ca_file,
                  "--kubernetes-version", "1.35", "--gang-scheduler", "volcano", stdout=StringIO())
     live_fake.put(k.namespace("gpu-team-a"))
     return Cluster.objects.get(name="gpu-east")

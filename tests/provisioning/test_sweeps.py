@@ -39,7 +39,7 @@ def broker():
 def approved(engineer, team_a, platform_user, inventory, fake_kube, api):
     """An approved request on gpu-east (the fake API server) with its queued apply job; in a test transaction its
     after-commit dispatch never runs, as when Redis loses the message."""
-    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t", stdout=StringIO())
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t", "--ca-cert-file", fake_kube.ca_file, stdout=StringIO())
     gpu_request = request_submit(user=engineer, team=team_a, name="lost", raw_answers=VALID_ANSWERS)
     request_approve(user=platform_user, request_id=gpu_request.pk)
     return gpu_request
