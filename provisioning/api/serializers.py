@@ -43,7 +43,7 @@ class NodePoolSerializer(serializers.ModelSerializer):
         help_text="the NVIDIA device plugin config (ConfigMap entry, k8s-device-plugin api/config/v1) the pool's "
         "nodes must run for the pods rendered here; null on DRA pools")
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(serializers.DictField(allow_null=True))
     def get_device_plugin_sharing_config(self, pool) -> dict | None:
         return selectors.pool_device_plugin_config(pool=pool)
 

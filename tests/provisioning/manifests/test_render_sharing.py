@@ -52,16 +52,19 @@ def test_more_than_one_mps_share_per_pod_is_refused_on_the_device_plugin():
         _render("mps-device_plugin-none-1.36-inference-plain", request_changes={"gpus_per_replica": 2})
 
 
-def test_mps_through_dra_shares_one_claim_with_an_mps_config_of_equal_client_shares():
+def test_mps_through_dra_gives_each_pod_a_claim_with_an_mps_config_of_equal_client_shares():
+    # A claim per pod, as every DRA request (Kueue refuses named claims; a shared claim pins replicas to one node).
     objects = _render("mps-dra-none-1.36-inference-plain")
     validate_objects(objects, "1.36")
-    (claim,) = [o for o in objects if o["kind"] == "ResourceClaim"]
-    (config,) = claim["spec"]["devices"]["config"]
+    assert not [o for o in objects if o["kind"] == "ResourceClaim"]
+    (template,) = [o for o in objects if o["kind"] == "ResourceClaimTemplate"]
+    (config,) = template["spec"]["spec"]["devices"]["config"]
     assert config["opaque"]["parameters"]["sharing"] == {
         "strategy": "MPS",
         "mpsConfig": {"defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "35942Mi"},
     }
-    assert _pod(objects)["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}]
+    assert _pod(objects)["spec"]["resourceClaims"] == [
+        {"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
 
 
 def test_mps_through_dra_is_refused_where_the_cluster_does_not_declare_the_drivers_gate():
