@@ -61,6 +61,8 @@ class ApiTokenIssuedSerializer(ApiTokenSerializer):
 
 
 class ApiTokenCreateInputSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="What the token is for, e.g. a script or a CI job")
+    # Not trimmed before the length check: the schema says 100 characters, so 101 are refused whatever they are.
+    name = serializers.CharField(max_length=100, trim_whitespace=False,
+                                 help_text="What the token is for, e.g. a script or a CI job")
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                            help_text="When the token stops working; empty: never")
