@@ -102,7 +102,10 @@ def test_engineer_platform_and_finance(page, live_server, demo, shot):
         page.click("[data-testid=csv-link]")
     download = download_info.value
     assert download.suggested_filename == f"gpu-chargeback_{start.isoformat()}_{end.isoformat()}.csv"
-    rows = list(csv.DictReader(io.StringIO(open(download.path(), encoding="utf-8-sig").read())))
+    text = open(download.path(), encoding="utf-8-sig").read()
+    # The CSV opens with '#' note lines (the rounding rule, docs/chargeback.md), then the header.
+    rows = list(csv.DictReader(io.StringIO("".join(line for line in text.splitlines(keepends=True)
+                                                   if not line.startswith("#")))))
     assert len(rows) == table_rows
     assert {"team", "strategy", "gpu_model", "device_hours", "gpu_equivalent_hours", "cost", "currency"} <= set(rows[0])
     assert {r["team"] for r in rows} >= {"vision", "nlp", "recsys"}
