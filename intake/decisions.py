@@ -244,10 +244,6 @@ class _Skipped:
 _UNIT = {WHOLE_GPU: "GPU", MIG: "slice", TIME_SLICING: "time-sliced share", MPS: "MPS share"}
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _devices_per_node(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None) -> int:
     if strategy == MIG:
         return pool.mig_profiles.get(profile.name, 0) * pool.gpus_per_node
@@ -262,11 +258,11 @@ def _size_refusal(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None,
     per_node = _devices_per_node(strategy, pool, profile)
     unit = f"{profile.name} slice" if profile else _UNIT[strategy]
     if per_node < answers.gpus_per_replica:
-        return _Skipped(name, f"its nodes have {_plural(per_node, unit)} each and a replica needs "
+        return _Skipped(name, f"its nodes have {plural(per_node, unit)} each and a replica needs "
                               f"{answers.gpus_per_replica} on one node", "gpus_per_replica")
     most = (per_node // answers.gpus_per_replica) * pool.node_count
     if most < answers.replicas:
-        return _Skipped(name, f"{_plural(pool.node_count, 'node')} of {_plural(per_node, unit)} hold at most "
+        return _Skipped(name, f"{plural(pool.node_count, 'node')} of {plural(per_node, unit)} hold at most "
                               f"{most} of the {answers.replicas} replicas", "replicas")
     return None
 
