@@ -4,6 +4,8 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
+from portal.api.fields import CharField
+
 from provisioning.choices import Strategy
 
 from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES
@@ -16,15 +18,15 @@ DEFAULT_GROUP_BY = "team,strategy,gpu_model"
 class ReportQueryInputSerializer(serializers.Serializer):
     start = serializers.DateField(input_formats=["%Y-%m-%d"], help_text="first day, YYYY-MM-DD (00:00 UTC, included)")
     end = serializers.DateField(input_formats=["%Y-%m-%d"], help_text="day after the last, YYYY-MM-DD (excluded)")
-    group_by = serializers.CharField(
+    group_by = CharField(
         required=False, allow_blank=True, default=DEFAULT_GROUP_BY,
         help_text=f"comma-separated subset of: {', '.join(GROUP_BY_CHOICES)}; blank = totals",
     )
-    team = serializers.CharField(required=False, help_text="only this team (slug)")
-    cost_center = serializers.CharField(required=False)
-    cluster = serializers.CharField(required=False)
+    team = CharField(required=False, help_text="only this team (slug)")
+    cost_center = CharField(required=False)
+    cluster = CharField(required=False)
     strategy = serializers.ChoiceField(choices=Strategy.values, required=False)
-    gpu_model = serializers.CharField(required=False)
+    gpu_model = CharField(required=False)
     request = serializers.IntegerField(required=False, min_value=1)
     format = serializers.ChoiceField(choices=["json", "csv"], required=False, default="json")
 
@@ -52,28 +54,28 @@ class ReportRowSerializer(serializers.Serializer):
     """One report line. Group columns appear only when grouped by them."""
 
     # Output only; a missing group column is left out (required=False), a None value is written as null.
-    team = serializers.CharField(required=False)
-    cost_center = serializers.CharField(required=False)
-    cluster = serializers.CharField(required=False)
-    strategy = serializers.CharField(required=False)
-    gpu_model = serializers.CharField(required=False)
-    mig_profile = serializers.CharField(required=False)
+    team = CharField(required=False)
+    cost_center = CharField(required=False)
+    cluster = CharField(required=False)
+    strategy = CharField(required=False)
+    gpu_model = CharField(required=False)
+    mig_profile = CharField(required=False)
     request = serializers.IntegerField(required=False)
-    request_name = serializers.CharField(required=False)
-    month = serializers.CharField(required=False, help_text="YYYY-MM")
-    day = serializers.CharField(required=False, help_text="YYYY-MM-DD")
-    category = serializers.CharField(help_text=f"one of: {', '.join(REPORT_CATEGORIES)}")
+    request_name = CharField(required=False)
+    month = CharField(required=False, help_text="YYYY-MM")
+    day = CharField(required=False, help_text="YYYY-MM-DD")
+    category = CharField(help_text=f"one of: {', '.join(REPORT_CATEGORIES)}")
     device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
     cost = serializers.DecimalField(max_digits=30, decimal_places=2, allow_null=True,
                                     help_text="null when no rate card priced this time")
-    currency = serializers.CharField(help_text="empty when unpriced")
+    currency = CharField(help_text="empty when unpriced")
 
 
 class ReportSerializer(serializers.Serializer):
     start = serializers.DateField()
     end = serializers.DateField()
-    group_by = serializers.ListField(child=serializers.CharField())
+    group_by = serializers.ListField(child=CharField())
     generated_at = serializers.DateTimeField()
     rows = ReportRowSerializer(many=True)
 
@@ -94,7 +96,7 @@ class UsageIntervalSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     strategy = STRATEGY
     gpu_equivalents = serializers.SerializerMethodField(help_text="exact fraction, e.g. 1/7")
-    flags = serializers.ListField(child=serializers.CharField(), read_only=True)
+    flags = serializers.ListField(child=CharField(), read_only=True)
 
     class Meta:
         model = UsageInterval

@@ -7,6 +7,8 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+
+from portal.api.fields import CharField
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,8 +21,8 @@ from ..choices import RequestStatus
 
 
 class BackstageEntitySerializer(serializers.Serializer):
-    apiVersion = serializers.CharField(help_text="backstage.io/v1alpha1")
-    kind = serializers.CharField(help_text="Resource")
+    apiVersion = CharField(help_text="backstage.io/v1alpha1")
+    kind = CharField(help_text="Resource")
     metadata = serializers.DictField(help_text="name, namespace, title, description, labels, annotations, tags, links")
     spec = serializers.DictField(help_text="type gpu-allocation, owner group:<namespace>/<team>")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from portal.api.fields import CharField
 from rest_framework.fields import empty
 
 from portal.models import Team, slug_validator
@@ -29,9 +31,9 @@ def _field_for(question: Question) -> serializers.Field:
     if question.kind == "number":
         return serializers.FloatField(min_value=question.minimum, max_value=question.maximum, **common)
     if question.kind == "image":
-        return serializers.CharField(max_length=question.max_length, **common)
+        return CharField(max_length=question.max_length, **common)
     return serializers.ListField(
-        child=serializers.CharField(max_length=question.max_length, allow_blank=True),
+        child=CharField(max_length=question.max_length, allow_blank=True),
         max_length=question.max_items,
         **common,
     )
@@ -56,25 +58,25 @@ AnswersSerializer = extend_schema_field(openapi_schema())(
 
 
 class ReasonSerializer(serializers.Serializer):
-    field = serializers.CharField(help_text="the decision field this reason explains")
-    text = serializers.CharField()
+    field = CharField(help_text="the decision field this reason explains")
+    text = CharField()
     source = serializers.ChoiceField(
         choices=ReasonSource.values + ["answer", "cluster"],
         help_text="policy: a rule decided; answer: you asked for it; default: nothing decided, inherited; "
                   "cluster: how the platform team set the cluster up",
     )
-    rule = serializers.CharField(allow_null=True)
+    rule = CharField(allow_null=True)
 
 
 class GangSerializer(serializers.Serializer):
     min_members = serializers.IntegerField()
-    backend = serializers.CharField()
+    backend = CharField()
 
 
 class MultiNodeSerializer(serializers.Serializer):
-    restart = serializers.CharField(allow_null=True,
+    restart = CharField(allow_null=True,
                                     help_text="a failed rank: jobset restarts the whole gang, fail_job fails it")
-    topology = serializers.CharField(allow_null=True, help_text="node label / tier the gang is packed into")
+    topology = CharField(allow_null=True, help_text="node label / tier the gang is packed into")
     compute_domain = serializers.BooleanField(help_text="a ComputeDomain (IMEX) of its own, on multi-node NVLink")
 
 
@@ -92,9 +94,9 @@ class AutoApproveLimitsSerializer(serializers.Serializer):
 
 class DecisionSerializer(serializers.Serializer):
     strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES)
-    gpu_model = serializers.CharField()
-    gpu_product = serializers.CharField()
-    mig_profile = serializers.CharField(allow_null=True)
+    gpu_model = CharField()
+    gpu_product = CharField()
+    mig_profile = CharField(allow_null=True)
     gpus_per_replica = serializers.IntegerField()
     replicas = serializers.IntegerField()
     memory_isolation = serializers.ChoiceField(choices=MemoryIsolation.values)
@@ -104,15 +106,15 @@ class DecisionSerializer(serializers.Serializer):
     gang = GangSerializer(allow_null=True)
     multi_node = MultiNodeSerializer(allow_null=True, default=None)
     driver = DriverSerializer(allow_null=True)
-    cluster = serializers.CharField()
-    node_pool = serializers.CharField()
-    scheduling_model = serializers.CharField()
+    cluster = CharField()
+    node_pool = CharField()
+    scheduling_model = CharField()
     policy_version = serializers.IntegerField()
-    rule = serializers.CharField(allow_null=True, help_text="the route rule that decided; null = platform default")
-    guardrails = serializers.ListField(child=serializers.CharField())
+    rule = CharField(allow_null=True, help_text="the route rule that decided; null = platform default")
+    guardrails = serializers.ListField(child=CharField())
     auto_approve = serializers.BooleanField()
     review_reasons = serializers.ListField(
-        child=serializers.CharField(), default=list,
+        child=CharField(), default=list,
         help_text="why a rule's automatic approval did not hold, as stable codes: StrategyFallback, "
                   "GuardrailReplacedStrategy, OverAutoApprovalRequestCap, NoQuota, OverAutoApprovalTeamCap",
     )
@@ -120,7 +122,7 @@ class DecisionSerializer(serializers.Serializer):
     gpu_equivalents_per_replica = serializers.FloatField()
     gpu_equivalents = serializers.FloatField()
     reasons = ReasonSerializer(many=True)
-    summary = serializers.CharField(help_text="the decision in plain words")
+    summary = CharField(help_text="the decision in plain words")
 
 
 class RequestTeamField(serializers.SlugRelatedField):
@@ -141,11 +143,11 @@ class TeamAnswersInputSerializer(serializers.Serializer):
 
 
 class RequestCreateInputSerializer(TeamAnswersInputSerializer):
-    name = serializers.CharField(max_length=63, validators=[slug_validator])
+    name = CharField(max_length=63, validators=[slug_validator])
 
 
 class PreviewInputSerializer(TeamAnswersInputSerializer):
-    name = serializers.CharField(max_length=63, validators=[slug_validator], required=False,
+    name = CharField(max_length=63, validators=[slug_validator], required=False,
                                  help_text="optional; used to name the previewed objects")
 
 
@@ -155,7 +157,7 @@ class PreviewSerializer(serializers.Serializer):
 
 
 class CommentInputSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")
+    comment = CharField(required=False, allow_blank=True, max_length=4000, default="")
     expected_status = serializers.ChoiceField(
         choices=RequestStatus.choices, required=False,
         help_text="The status you saw. If the request is no longer in it (someone acted first), nothing changes "
@@ -173,21 +175,21 @@ class RequestEventSerializer(serializers.ModelSerializer):
 
 
 class AppliedObjectSerializer(serializers.Serializer):
-    api_version = serializers.CharField()
-    kind = serializers.CharField()
-    namespace = serializers.CharField()
-    name = serializers.CharField()
-    uid = serializers.CharField()
+    api_version = CharField()
+    kind = CharField()
+    namespace = CharField()
+    name = CharField()
+    uid = CharField()
     applied_at = serializers.DateTimeField()
     deleted_at = serializers.DateTimeField(allow_null=True)
 
 
 class ProvisioningJobSerializer(serializers.Serializer):
-    kind = serializers.CharField()
-    cluster = serializers.CharField(source="cluster.name")
-    status = serializers.CharField()
+    kind = CharField()
+    cluster = CharField(source="cluster.name")
+    status = CharField()
     attempts = serializers.IntegerField()
-    message = serializers.CharField()
+    message = CharField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
 
@@ -196,17 +198,17 @@ class ProvisioningJobSerializer(serializers.Serializer):
 
 
 class PendingPodSerializer(serializers.Serializer):
-    pod = serializers.CharField()
+    pod = CharField()
     since = serializers.DateTimeField(allow_null=True)
-    reason = serializers.CharField(help_text="e.g. Unschedulable, ImagePullBackOff")
-    text = serializers.CharField(help_text="why it is pending, in plain words (the scheduler's message)")
+    reason = CharField(help_text="e.g. Unschedulable, ImagePullBackOff")
+    text = CharField(help_text="why it is pending, in plain words (the scheduler's message)")
 
 
 class GangStallSerializer(serializers.Serializer):
     started_at = serializers.DateTimeField(help_text="when the running pods began waiting for the pending ones")
     detected_at = serializers.DateTimeField(help_text="when the portal declared the request stalled")
     ended_at = serializers.DateTimeField(allow_null=True)
-    end_reason = serializers.CharField(help_text="recovered, completed, failed, released, cancelled; empty while open")
+    end_reason = CharField(help_text="recovered, completed, failed, released, cancelled; empty while open")
     running_pods = serializers.IntegerField()
     pending_pods = serializers.IntegerField()
     gpu_equivalents_running = serializers.DecimalField(max_digits=12, decimal_places=6)
@@ -301,12 +303,12 @@ class RequestListSerializer(serializers.Serializer):
     carries each decision too (the view passes `expand_decision`); otherwise the field is left out, not null."""
 
     id = serializers.IntegerField(read_only=True)
-    name = serializers.CharField(read_only=True)
-    team = serializers.CharField(source="team.slug", read_only=True)
+    name = CharField(read_only=True)
+    team = CharField(source="team.slug", read_only=True)
     status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
     strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, read_only=True)
-    gpu_model = serializers.CharField(read_only=True, help_text="the GPU model decided, e.g. H200-141GB")
-    mig_profile = serializers.CharField(read_only=True, allow_null=True, help_text="the MIG profile; null if none")
+    gpu_model = CharField(read_only=True, help_text="the GPU model decided, e.g. H200-141GB")
+    mig_profile = CharField(read_only=True, allow_null=True, help_text="the MIG profile; null if none")
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     # Not read-only, so that the schema marks it optional: it is there only with ?expand=decision.
@@ -342,7 +344,7 @@ class RuleSerializer(serializers.ModelSerializer):
 
 class PolicyVersionSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(choices=PolicyStatus.choices)
-    signed_off_by = serializers.CharField(source="signed_off_by_name")
+    signed_off_by = CharField(source="signed_off_by_name")
     based_on = serializers.SlugRelatedField(slug_field="number", read_only=True, allow_null=True)
     review = serializers.DictField(allow_null=True, help_text="the diff the signer reviewed before signing off")
     rules = RuleSerializer(many=True)
@@ -356,10 +358,10 @@ class PolicyVersionSerializer(serializers.ModelSerializer):
 
 class DecisionChangeSerializer(serializers.Serializer):
     request = serializers.IntegerField()
-    team = serializers.CharField()
-    name = serializers.CharField()
-    workload_class = serializers.CharField()
-    status = serializers.CharField()
+    team = CharField()
+    name = CharField()
+    workload_class = CharField()
+    status = CharField()
     changes = serializers.DictField(child=serializers.ListField(allow_null=True),
                                     help_text="field -> [before, after]")
 
@@ -378,7 +380,7 @@ class PolicyDiffSerializer(serializers.Serializer):
     by_workload_class = serializers.DictField(child=ClassCountSerializer())
     rules_changed = serializers.ListField(child=serializers.DictField())
     changed = DecisionChangeSerializer(many=True)
-    digest = serializers.CharField(help_text="send it back to sign off what you reviewed")
+    digest = CharField(help_text="send it back to sign off what you reviewed")
 
 
 class PolicyDiffQuerySerializer(serializers.Serializer):
@@ -386,5 +388,5 @@ class PolicyDiffQuerySerializer(serializers.Serializer):
 
 
 class PolicySignOffInputSerializer(serializers.Serializer):
-    digest = serializers.CharField(max_length=64, help_text="the digest of the diff you reviewed")
+    digest = CharField(max_length=64, help_text="the digest of the diff you reviewed")
     days = serializers.IntegerField(min_value=1, max_value=365, default=30)

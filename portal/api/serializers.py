@@ -1,13 +1,15 @@
 from django.utils import timezone
 from rest_framework import serializers
 
+from portal.api.fields import CharField
+
 from portal.models import ApiToken
 from portal.roles import primary_role
 from portal.webhooks import SIGNATURE_HEADER, SIGNATURE_VERSION
 
 
 class MeSerializer(serializers.Serializer):
-    username = serializers.CharField()
+    username = CharField()
     role = serializers.SerializerMethodField()
     teams = serializers.SerializerMethodField()
 
@@ -19,9 +21,9 @@ class MeSerializer(serializers.Serializer):
 
 
 class TeamWebhookSerializer(serializers.Serializer):
-    team = serializers.CharField(source="slug")
-    webhook_url = serializers.CharField()
-    webhook_secret = serializers.CharField(help_text="HMAC-SHA256 key of the signature header; keep it secret")
+    team = CharField(source="slug")
+    webhook_url = CharField()
+    webhook_secret = CharField(help_text="HMAC-SHA256 key of the signature header; keep it secret")
     signature_header = serializers.SerializerMethodField()
     signature_format = serializers.SerializerMethodField()
 
@@ -34,7 +36,7 @@ class TeamWebhookSerializer(serializers.Serializer):
 
 class TeamWebhookInputSerializer(serializers.Serializer):
     # Shape only: the URL itself (scheme, where it resolves) is checked by the service, on the same field.
-    webhook_url = serializers.CharField(allow_blank=True, max_length=200, trim_whitespace=True)
+    webhook_url = CharField(allow_blank=True, max_length=200, trim_whitespace=True)
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
@@ -52,7 +54,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
 class ApiTokenIssuedSerializer(ApiTokenSerializer):
     """A token just issued, with its secret (set by the view as `secret`; the database has only its digest)."""
 
-    token = serializers.CharField(source="secret",
+    token = CharField(source="secret",
                                   help_text="The secret, for `Authorization: Token <token>`. Shown only this once.")
 
     class Meta(ApiTokenSerializer.Meta):
@@ -62,7 +64,7 @@ class ApiTokenIssuedSerializer(ApiTokenSerializer):
 
 class ApiTokenCreateInputSerializer(serializers.Serializer):
     # Not trimmed before the length check: the schema says 100 characters, so 101 are refused whatever they are.
-    name = serializers.CharField(max_length=100, trim_whitespace=False,
+    name = CharField(max_length=100, trim_whitespace=False,
                                  help_text="What the token is for, e.g. a script or a CI job")
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                            help_text="When the token stops working; empty: never")

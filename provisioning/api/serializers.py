@@ -2,6 +2,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api.fields import CharField
+
 from .. import selectors
 from ..choices import CredentialSource
 from ..models import Cluster, ClusterCredential, Node, NodePool
@@ -9,7 +11,7 @@ from ..models import Cluster, ClusterCredential, Node, NodePool
 
 class NodePoolSerializer(serializers.ModelSerializer):
     gpu_model = serializers.SlugRelatedField(slug_field="key", read_only=True)
-    scheduling_model = serializers.CharField(source="effective_scheduling_model", read_only=True)
+    scheduling_model = CharField(source="effective_scheduling_model", read_only=True)
 
     class Meta:
         model = NodePool
@@ -119,7 +121,7 @@ class NodeSerializer(serializers.ModelSerializer):
     gpu_model = serializers.SlugRelatedField(slug_field="key", read_only=True)
     gpu_free = serializers.SerializerMethodField(help_text="allocatable minus held, per resource (0 when cordoned)")
     gpu_pod_count = serializers.SerializerMethodField(help_text="non-terminated pods holding GPUs here")
-    scheduling_model = serializers.CharField(read_only=True, help_text="device_plugin, dra, or both (a conflict)")
+    scheduling_model = CharField(read_only=True, help_text="device_plugin, dra, or both (a conflict)")
 
     class Meta:
         model = Node
@@ -155,54 +157,54 @@ class ProjectionSerializer(serializers.Serializer):
     gpu_hours = serializers.FloatField(allow_null=True, help_text="gpu_equivalents x expected_hours")
     devices = serializers.IntegerField(help_text="GPUs, slices or shares: gpus_per_replica x replicas")
     device_hours = serializers.FloatField(allow_null=True)
-    note = serializers.CharField()
+    note = CharField()
 
 
 class QuotaSerializer(serializers.Serializer):
-    strategy = serializers.CharField()
+    strategy = CharField()
     limit = serializers.FloatField(allow_null=True, help_text="null: no quota set, unlimited (inherited)")
     inherited = serializers.BooleanField()
     held = serializers.FloatField(help_text="GPU equivalents of the team's approved..stalled requests")
     requested = serializers.FloatField()
     would_hold = serializers.FloatField()
     exceeded = serializers.BooleanField()
-    message = serializers.CharField()
+    message = CharField()
 
 
 class FitDemandSerializer(serializers.Serializer):
-    resource = serializers.CharField()
+    resource = CharField()
     per_pod = serializers.IntegerField()
     pods = serializers.IntegerField()
     gang = serializers.BooleanField()
-    gpu_model = serializers.CharField()
+    gpu_model = CharField()
     min_driver_major = serializers.IntegerField(allow_null=True)
 
 
 class PlacementSerializer(serializers.Serializer):
-    node = serializers.CharField()
+    node = CharField()
     pods = serializers.IntegerField()
 
 
 class MustFinishSerializer(serializers.Serializer):
     request_id = serializers.IntegerField(allow_null=True)
-    team = serializers.CharField()
-    label = serializers.CharField()
+    team = CharField()
+    label = CharField()
     expected_end = serializers.DateTimeField(allow_null=True)
 
 
 class ExcludedNodeSerializer(serializers.Serializer):
-    node = serializers.CharField()
-    reason = serializers.CharField()
+    node = CharField()
+    reason = CharField()
 
 
 class FitSerializer(serializers.Serializer):
     verdict = serializers.ChoiceField(choices=["fits_now", "fits_after", "never"])
-    reason = serializers.CharField()
+    reason = CharField()
     basis = serializers.ChoiceField(choices=["discovered", "declared"],
                                     help_text="declared: the cluster was never synced; running work is unknown")
     synced_at = serializers.DateTimeField(allow_null=True)
-    cluster = serializers.CharField()
-    node_pool = serializers.CharField()
+    cluster = CharField()
+    node_pool = CharField()
     demand = FitDemandSerializer(allow_null=True)
     pods_fitting_now = serializers.IntegerField()
     placement = PlacementSerializer(many=True)
@@ -221,31 +223,31 @@ class UpgradeImpactInputSerializer(serializers.Serializer):
 
 class AffectedRequestSerializer(serializers.Serializer):
     request_id = serializers.IntegerField()
-    name = serializers.CharField()
-    status = serializers.CharField()
-    team = serializers.CharField()
-    cost_center = serializers.CharField()
-    requested_by = serializers.CharField()
-    requested_by_email = serializers.CharField()
+    name = CharField()
+    status = CharField()
+    team = CharField()
+    cost_center = CharField()
+    requested_by = CharField()
+    requested_by_email = CharField()
     min_driver_major = serializers.IntegerField(allow_null=True)
-    strategy = serializers.CharField()
-    reason = serializers.CharField()
+    strategy = CharField()
+    reason = CharField()
 
 
 class UpgradeImpactSerializer(serializers.Serializer):
-    cluster = serializers.CharField()
-    pool = serializers.CharField()
-    driver_version = serializers.CharField()
+    cluster = CharField()
+    pool = CharField()
+    driver_version = CharField()
     driver_major = serializers.IntegerField()
-    current_driver_versions = serializers.ListField(child=serializers.CharField())
+    current_driver_versions = serializers.ListField(child=CharField())
     requests_checked = serializers.IntegerField()
     affected = AffectedRequestSerializer(many=True)
 
 
 class SyncQueuedSerializer(serializers.Serializer):
-    cluster = serializers.CharField()
-    status = serializers.CharField()
-    message = serializers.CharField()
+    cluster = CharField()
+    status = CharField()
+    message = CharField()
 
 
 # --- cluster writes (platform team) -----------------------------------------------------------------------------
@@ -254,8 +256,8 @@ class SyncQueuedSerializer(serializers.Serializer):
 class ClusterUpdateInputSerializer(serializers.Serializer):
     """Shape only; the URL itself (scheme, where it resolves) is checked by the service, on the same field."""
 
-    api_server = serializers.CharField(required=False, max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    api_server = CharField(required=False, max_length=200)
+    description = CharField(required=False, allow_blank=True, max_length=200)
     enabled = serializers.BooleanField(required=False)
 
 
@@ -263,16 +265,16 @@ class ClusterCredentialInputSerializer(serializers.Serializer):
     """Write-only: nothing here is ever answered back."""
 
     source = serializers.ChoiceField(choices=CredentialSource.choices, default=CredentialSource.TOKEN)
-    token = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True, write_only=True)
-    ca_cert = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+    token = CharField(required=False, allow_blank=True, trim_whitespace=True, write_only=True)
+    ca_cert = CharField(required=False, allow_blank=True, trim_whitespace=False,
                                     help_text="PEM CA bundle of the API server")
     insecure_skip_tls_verify = serializers.BooleanField(default=False,
                                                         help_text="skip certificate verification (logged)")
-    kubeconfig_path = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
-    kubeconfig_context = serializers.CharField(required=False, allow_blank=True, max_length=253, default="")
-    secret_namespace = serializers.CharField(required=False, allow_blank=True, max_length=63, default="")
-    secret_name = serializers.CharField(required=False, allow_blank=True, max_length=253, default="")
-    secret_key = serializers.CharField(required=False, max_length=253, default="token")
+    kubeconfig_path = CharField(required=False, allow_blank=True, max_length=500, default="")
+    kubeconfig_context = CharField(required=False, allow_blank=True, max_length=253, default="")
+    secret_namespace = CharField(required=False, allow_blank=True, max_length=63, default="")
+    secret_name = CharField(required=False, allow_blank=True, max_length=253, default="")
+    secret_key = CharField(required=False, max_length=253, default="token")
 
 
 class ClusterCredentialSerializer(serializers.ModelSerializer):

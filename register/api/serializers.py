@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.api.fields import CharField
+
 from ..choices import Section, Verdict
 from ..selectors import DEFAULT_DAYS, MAX_DAYS
 
@@ -22,26 +24,26 @@ class VerdictCountsSerializer(serializers.Serializer):
 
 class RegisterItemSerializer(serializers.Serializer):
     area = serializers.ChoiceField(choices=Section.choices, help_text="the section the item belongs to")
-    subject = serializers.CharField(help_text="what the item is about: a rule, an answer combination, a cluster, "
+    subject = CharField(help_text="what the item is about: a rule, an answer combination, a cluster, "
                                               "a pool")
-    state = serializers.CharField(help_text="what is configured or running now, in words")
+    state = CharField(help_text="what is configured or running now, in words")
     verdict = serializers.ChoiceField(choices=Verdict.choices)
-    owner = serializers.CharField(allow_null=True, help_text='who is accountable; "nobody" for an unowned driver '
+    owner = CharField(allow_null=True, help_text='who is accountable; "nobody" for an unowned driver '
                                                             "lifecycle; null when nothing was signed off")
-    signed_off_by = serializers.CharField(allow_null=True)
+    signed_off_by = CharField(allow_null=True)
     signed_off_at = serializers.DateTimeField(allow_null=True)
-    rationale = serializers.CharField(allow_blank=True)
+    rationale = CharField(allow_blank=True)
     evidence = serializers.DictField(help_text="the facts the verdict was computed from (per area)")
-    notes = serializers.ListField(child=serializers.CharField(), help_text="the evidence in plain words")
+    notes = serializers.ListField(child=CharField(), help_text="the evidence in plain words")
 
 
 class RegisterSectionSerializer(serializers.Serializer):
     area = serializers.ChoiceField(choices=Section.choices, help_text="the decision area (also its items' area)")
-    title = serializers.CharField()
+    title = CharField()
     counts = VerdictCountsSerializer()
     summary = serializers.DictField(help_text="section-wide facts, e.g. the policy in force and the drafts "
                                               "awaiting review with their diff counts")
-    notes = serializers.ListField(child=serializers.CharField())
+    notes = serializers.ListField(child=CharField())
     items = RegisterItemSerializer(many=True)
 
 
