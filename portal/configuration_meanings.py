@@ -92,7 +92,12 @@ MEANINGS: dict[str, dict[str, str]] = {
                                     "body accepted, in bytes (an answers object is a few kilobytes)"},
     "PORTAL_LOGIN_MAX_FAILURES": {"section": "api", "meaning": "failed sign-ins allowed per user name and address "
                                   "before a lockout"},
-    "PORTAL_LOGIN_LOCKOUT_SECONDS": {"section": "api", "meaning": "how long that lockout lasts"},
+    "PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT": {"section": "api", "meaning": "failed sign-ins allowed per user name "
+                                              "from all addresses together before a lockout (`0`: no such limit)"},
+    "PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS": {"section": "api", "meaning": "failed sign-ins allowed per client "
+                                              "address for all user names together before a lockout (`0`: no such "
+                                              "limit)"},
+    "PORTAL_LOGIN_LOCKOUT_SECONDS": {"section": "api", "meaning": "how long a lockout lasts after the last failure"},
     # Celery and beat
     "CELERY_BROKER_URL": {"section": "celery", "default": "`REDIS_URL`", "meaning": "the Celery broker"},
     "CELERY_VISIBILITY_TIMEOUT": {"section": "celery", "meaning": "seconds before a dead worker's unacknowledged "

@@ -195,20 +195,23 @@ PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
 # Where the rate counters live (portal.api.throttling counts atomically in Redis): the cache's Redis by default.
 PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])
 # --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
-# Failed password sign-ins allowed per username and client address (portal login, admin login) before further
-# attempts are refused, until PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure.
+# Failed password sign-ins allowed (portal login, admin login) before further attempts are refused, until
+# PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure: per username from one client address, per
+# username from anywhere, per client address for any username (0 turns the last two off).
 PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "20"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "50"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
 # Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
 PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_HANDLER = "portal.signin.SignInHandler"
 # Lockouts are reset with `manage.py axes_reset` (docs/security.md); the admin keeps to the portal's own models,
 # whose actions are each checked against the role their service checks (tests/test_admin_actions.py).
 AXES_ENABLE_ADMIN = False
 AXES_FAILURE_LIMIT = "portal.signin.failure_limit"
 AXES_COOLOFF_TIME = "portal.signin.cool_off"
-# One username from one address: an attacker elsewhere cannot lock a colleague out, nor one user a whole office.
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Three counts, each with its own limit (portal.signin.SignInHandler): username and address, username, address.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "portal.signin.client_address"
 AXES_USERNAME_CALLABLE = "portal.signin.username_of"

@@ -1,10 +1,16 @@
 """Brute-force protection of every password sign-in (the portal's login page, the admin's), on django-axes.
 
 django-axes counts failed `authenticate()` calls in the database (one row per username, address and user agent;
-every web worker reads the same rows) and refuses further attempts for one username from one client address once
-PORTAL_LOGIN_MAX_FAILURES have failed, for PORTAL_LOGIN_LOCKOUT_SECONDS after the last one. This module holds the
-callables the AXES_* settings name: limits read at request time, the client address, which attempts count, and the
-429 page that keeps the sign-in form and says how long to wait. docs/security.md describes the settings.
+every web worker reads the same rows). Three counts are kept, each with its own limit, and reaching any one refuses
+further attempts for PORTAL_LOGIN_LOCKOUT_SECONDS after the last failure:
+- one username from one client address (PORTAL_LOGIN_MAX_FAILURES, 5): someone guessing one password;
+- one username from anywhere (PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT, 20): guessing spread over many addresses;
+- one client address, any username (PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS, 50): one password tried on many accounts.
+The wider counts have higher limits, so a stranger's guesses do not lock a colleague out as quickly as their own
+typos would, and an office behind one NAT address is not locked out by a few people's typos.
+This module holds the callables the AXES_* settings name: limits read at request time, the client address, which
+attempts count, the handler that applies the three limits, and the 429 page that keeps the sign-in form and says
+how long to wait. docs/security.md describes the settings.
 """
 from __future__ import annotations
 
@@ -12,7 +18,10 @@ from datetime import timedelta
 
 from axes.backends import AxesStandaloneBackend
 from axes.exceptions import AxesBackendPermissionDenied
+from axes.handlers.database import AxesDatabaseHandler
+from axes.models import AccessAttempt
 from django.conf import settings
+from django.db.models import Sum
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 
@@ -21,6 +30,40 @@ REFUSED_FLAG = "portal_signin_refused"
 
 def failure_limit(request, credentials) -> int:
     return settings.PORTAL_LOGIN_MAX_FAILURES
+
+
+def failure_limits() -> list[int]:
+    """The limit of each count, in the order of settings.AXES_LOCKOUT_PARAMETERS (username and address, username,
+    address); 0 turns a wider count off."""
+    return [settings.PORTAL_LOGIN_MAX_FAILURES, settings.PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT,
+            settings.PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS]
+
+
+class SignInHandler(AxesDatabaseHandler):
+    """Axes' database handler with one limit per count instead of one limit for all.
+
+    Axes compares a single number with AXES_FAILURE_LIMIT (the username-and-address limit). This handler reports
+    that limit as reached when any count has reached its own limit, and otherwise the username-and-address count
+    (which is never above the wider ones), so axes' own lockout logic and messages stay as they are.
+    """
+
+    def get_failures(self, request, credentials=None) -> int:
+        limits = failure_limits()
+        counts = [attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+                  for attempts in self.get_user_attempts(request, credentials)]
+        if any(limit and count >= limit for count, limit in zip(counts, limits)):
+            return max(limits[0], counts[0])
+        return counts[0]
+
+    def reset_user_attempts(self, request, credentials=None) -> int:
+        """A successful sign-in clears that account's failures only.
+
+        Axes would also clear every failure from the client's address, so an attacker with one working account
+        could sign in between rounds of guessing at others and never reach the per-address limit.
+        """
+        username = username_of(request, credentials)
+        deleted, _ = AccessAttempt.objects.filter(username=username).delete()
+        return deleted
 
 
 def cool_off(request) -> timedelta:

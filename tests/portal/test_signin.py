@@ -78,3 +78,52 @@ def test_no_password_is_kept_with_the_failed_attempts(platform_user):
     admin_sign_in(Client(), "pat", "my-guess-Xy12")
     attempt = AccessAttempt.objects.get()
     assert "my-guess-Xy12" not in attempt.post_data
+
+
+def test_guessing_one_account_from_many_addresses_locks_that_account(platform_user, finance_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 5
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = 6
+    for n in range(3):  # two guesses from each of three addresses: no single address reaches 5
+        for _ in range(2):
+            admin_sign_in(Client(REMOTE_ADDR=f"198.51.100.{n}"), "pat", "wrong")
+    assert AccessAttempt.objects.filter(username="pat").count() == 3
+    # The account is now refused from a fresh address, the right password included, without checking it...
+    assert admin_sign_in(Client(REMOTE_ADDR="192.0.2.10"), "pat", RIGHT).status_code == 429
+    # ...and other accounts from those addresses are not.
+    other = Client(REMOTE_ADDR="198.51.100.0").post("/accounts/login/", {"username": "fiona", "password": RIGHT})
+    assert other.status_code == 302
+
+
+def test_one_address_trying_many_accounts_is_locked_out(platform_user, settings, django_user_model):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 5
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = 4
+    sprayer = Client(REMOTE_ADDR="198.51.100.7")
+    for victim in ["alice", "bob", "carol", "dave"]:  # one guess per account: no account reaches a limit
+        assert admin_sign_in(sprayer, victim, "Summer2026!").status_code == 200
+    # A fifth account, even one whose password is right, is refused from that address...
+    assert admin_sign_in(sprayer, "pat", RIGHT).status_code == 429
+    # ...but not from another.
+    assert admin_sign_in(Client(REMOTE_ADDR="192.0.2.10"), "pat", RIGHT).status_code == 302
+
+
+def test_signing_in_to_ones_own_account_does_not_clear_the_addresss_other_failures(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = 5
+    sprayer = Client(REMOTE_ADDR="198.51.100.7")
+    for victim in ["alice", "bob", "carol"]:
+        admin_sign_in(sprayer, victim, "Summer2026!")
+    admin_sign_in(sprayer, "pat", "typo")  # four failures from the address
+    # Axes would clear every failure from the address on this success; only pat's own are cleared.
+    assert admin_sign_in(Client(REMOTE_ADDR="198.51.100.7"), "pat", RIGHT).status_code == 302
+    assert sorted(AccessAttempt.objects.values_list("username", flat=True)) == ["alice", "bob", "carol"]
+    for victim in ["dave", "erin"]:  # the three left and these two make five
+        admin_sign_in(sprayer, victim, "Summer2026!")
+    assert admin_sign_in(sprayer, "pat", RIGHT).status_code == 429
+
+
+def test_zero_turns_the_wider_counts_off(platform_user, settings):
+    settings.PORTAL_LOGIN_MAX_FAILURES = 3
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = 0
+    settings.PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = 0
+    for n in range(10):
+        admin_sign_in(Client(REMOTE_ADDR=f"198.51.100.{n}"), "pat", "wrong")
+    assert admin_sign_in(Client(REMOTE_ADDR="192.0.2.10"), "pat", RIGHT).status_code == 302
