@@ -20,8 +20,8 @@ from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_propos
 from provisioning.models import Cluster
 from provisioning.reconciliation import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
-from tests.kube import nodes as k
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim import nodes as k
+from kubesim.server import FakeKubeAPI
 from tests.provisioning.live_fixtures import seed_fleet
 
 pytestmark = pytest.mark.django_db

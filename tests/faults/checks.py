@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tests.conftest import VALID_ANSWERS
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim.server import FakeKubeAPI
 
 from .harness import PortalStack, wait_until
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim.server import FakeKubeAPI
 
 from .harness import REPO, PortalStack, PrivatePostgres, PrivateRedis
 

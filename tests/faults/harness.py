@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import psycopg
 from cryptography.fernet import Fernet
 
-from tests.kube.tls import test_ca
+from kubesim.tls import test_ca
 
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from provisioning.kube.client import ClusterConnection, KubeClient
-from tests.kube.fakeapi import DEFAULT_GIT_VERSION, FakeKubeAPI
+from kubesim.server import DEFAULT_GIT_VERSION, FakeKubeAPI
 
 # The fake's HTTP access log would bury failure output; fake_kube.requests records the same requests.
 logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

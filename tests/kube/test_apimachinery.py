@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kube import apimachinery as am
+from kubesim import apimachinery as am
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -18,9 +18,9 @@ from provisioning.kube.inventory import (
     patch_node,
     served_group_versions,
 )
-from tests.kube import nodes as k
-from tests.kube.fakeapi import FakeKubeAPI
-from tests.kube.resources import CUSTOM_RESOURCES
+from kubesim import nodes as k
+from kubesim.server import FakeKubeAPI
+from kubesim.resources import CUSTOM_RESOURCES
 
 
 def test_resource_slices_and_claims_come_back_as_plain_dicts(fake_kube, kube_client):

@@ -12,9 +12,9 @@ import pytest
 from django.core.management import call_command
 
 from provisioning.models import Cluster
-from tests.kube import nodes as k
-from tests.kube.fakeapi import FakeKubeAPI
-from tests.kube.resources import CUSTOM_RESOURCES
+from kubesim import nodes as k
+from kubesim.server import FakeKubeAPI
+from kubesim.resources import CUSTOM_RESOURCES
 
 VOLCANO = tuple(r for r in CUSTOM_RESOURCES if "volcano.sh" in r.api_version)
 

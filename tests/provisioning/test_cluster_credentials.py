@@ -14,7 +14,7 @@ from django.test import Client
 
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim.server import FakeKubeAPI
 from tests.support.admin import change_form_data
 
 pytestmark = pytest.mark.django_db

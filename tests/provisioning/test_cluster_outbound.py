@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster
 from provisioning.selectors import SYNC_FAILED_FOR_OTHERS
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim.server import FakeKubeAPI
 
 pytestmark = pytest.mark.django_db
 

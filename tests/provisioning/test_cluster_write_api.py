@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
-from tests.kube.fakeapi import FakeKubeAPI
+from kubesim.server import FakeKubeAPI
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
-from tests.kube.fakeapi import FakeKubeAPI
-from tests.kube.tls import make_ca
+from kubesim.server import FakeKubeAPI
+from kubesim.tls import make_ca
 
 pytestmark = pytest.mark.django_db
 

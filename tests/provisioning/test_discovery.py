@@ -21,7 +21,7 @@ from provisioning.discovery import (
     summarise_pool,
     usable_for,
 )
-from tests.kube import nodes as k
+from kubesim import nodes as k
 
 CATALOGUE = load_catalogue()
 

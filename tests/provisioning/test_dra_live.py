@@ -15,9 +15,9 @@ from provisioning.inventory import cluster_declare, inventory_sync
 from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster, Node, NodePool
 from tests.conftest import VALID_ANSWERS
-from tests.kube import nodes as k
-from tests.kube.fakeapi import FakeKubeAPI
-from tests.kube.resources import CUSTOM_RESOURCES
+from kubesim import nodes as k
+from kubesim.server import FakeKubeAPI
+from kubesim.resources import CUSTOM_RESOURCES
 
 pytestmark = pytest.mark.django_db
 

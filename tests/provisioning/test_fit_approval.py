@@ -10,7 +10,7 @@ from intake.services import request_approve, request_submit
 from portal.errors import Conflict
 from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
 from tests.conftest import VALID_ANSWERS
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

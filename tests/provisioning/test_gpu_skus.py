@@ -14,7 +14,7 @@ from provisioning.catalogue import load_catalogue, sanitise_product
 from provisioning.inventory import inventory_sync
 from provisioning.manifests import render
 from provisioning.models import Cluster, Node, NodePool
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import live_fake  # noqa: F401
 from tests.provisioning.manifests.matrix import cases
 

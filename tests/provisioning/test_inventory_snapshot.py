@@ -9,7 +9,7 @@ from intake.services import request_evaluate, request_preview
 from provisioning.inventory import inventory_sync
 from provisioning.selectors import inventory_snapshot
 from tests.conftest import VALID_ANSWERS
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

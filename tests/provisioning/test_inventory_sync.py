@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 from tests.support.celery_worker import eager
 

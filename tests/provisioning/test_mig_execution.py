@@ -17,7 +17,7 @@ from provisioning.inventory import inventory_sync
 from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_cancel, mig_plan_propose
 from provisioning.models import MigPlan, MigPlanStep
 from tests.conftest import VALID_ANSWERS
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from intake.services import policy_version_draft_create
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

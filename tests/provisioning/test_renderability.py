@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from provisioning.inventory import inventory_sync
 from provisioning.models import Cluster, NodePool
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.provisioning.live_fixtures import live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from intake.services import request_approve, request_submit
 from provisioning.inventory import ClusterObservation, inventory_record
 from provisioning.models import Cluster
 from register.sections.common import Snapshot
-from tests.kube import nodes as k
+from kubesim import nodes as k
 
 VOLCANO = [{"backend": "volcano", "api_group": "scheduling.volcano.sh", "versions": ["v1beta1"]}]
 

@@ -18,7 +18,7 @@ from provisioning.models import Cluster, GangStall
 from register.choices import DecisionArea
 from register.selectors import register_build
 from register.services import driver_upgrade_plan_record, platform_decision_record, platform_decision_sign_off
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import INFERENCE, NOTEBOOK, TRAINING, pod_of, sync
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 from provisioning.inventory import ClusterObservation, cluster_declare, inventory_record
 from provisioning.models import Cluster
 from register.sections import scheduling
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import build_section, item
 
 pytestmark = pytest.mark.django_db

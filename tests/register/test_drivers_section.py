@@ -12,7 +12,7 @@ from provisioning.models import Cluster
 from register.choices import DecisionArea
 from register.sections import drivers
 from register.services import driver_upgrade_plan_record, platform_decision_record, platform_decision_sign_off
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import INFERENCE, TRAINING, build_section, item, sync
 
 pytestmark = pytest.mark.django_db

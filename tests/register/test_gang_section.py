@@ -14,7 +14,7 @@ from provisioning.models import Cluster, GangStall
 from register.choices import DecisionArea
 from register.sections import gang
 from register.services import platform_decision_record, platform_decision_sign_off
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import TRAINING, build_section, item, sync
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 
 from intake.models import GpuRequest, Rule
 from register.sections import isolation
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import NOTEBOOK, REGULATED_NOTEBOOK, TRAINING, build_section, item, pod_of, sync
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from provisioning.models import AppliedObject, Cluster, ProvisioningJob
 from register.choices import DecisionArea
 from register.sections import scheduling
 from register.services import platform_decision_record, platform_decision_sign_off
-from tests.kube import nodes as k
+from kubesim import nodes as k
 from tests.register.conftest import INFERENCE, build_section, item, sync
 
 pytestmark = pytest.mark.django_db

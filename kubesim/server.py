@@ -1,5 +1,5 @@
 """A fake Kubernetes API server for tests: kmock's KubernetesEmulator with the gaps of kmock 0.8 filled, served over
-real HTTPS on 127.0.0.1 (a certificate of the run's test CA, tests/kube/tls.py; plain HTTP on request) from an
+real HTTPS on 127.0.0.1 (a certificate of the run's test CA, kubesim/tls.py; plain HTTP on request) from an
 event loop in a background thread, so the synchronous `kubernetes` client (and our code using it) talks to it
 exactly as to a cluster, certificate verification included.
 
@@ -43,9 +43,9 @@ import kmock
 import yaml
 from kmock._internal import apps, k8s_dicts, parsing, rendering
 
-from tests.kube import apimachinery
-from tests.kube.tls import test_ca
-from tests.kube.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources, version_priority
+from kubesim import apimachinery
+from kubesim.tls import test_ca
+from kubesim.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources, version_priority
 
 T = TypeVar("T")
 ObjectKey = tuple[kmock.resource, str | None, str]
