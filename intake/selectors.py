@@ -8,11 +8,42 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from portal.errors import NotFound
-from portal.selectors import team_visible_ids
+from portal.roles import is_platform
+from portal.selectors import team_can_request_for, team_visible_ids
 
 from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus, RequestStatus
 from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
+
+# What a person may do to a request: the page's buttons, the admin's actions and the services' checks read these.
+APPROVE, REJECT, CANCEL = "approve", "reject", "cancel"
+
+
+def may_cancel(*, user, gpu_request: GpuRequest) -> bool:
+    """The request's engineers and the platform team cancel open requests; finance never."""
+    return gpu_request.status not in REQUEST_TERMINAL and team_can_request_for(user=user, team=gpu_request.team)
+
+
+def may_decide(*, user, gpu_request: GpuRequest) -> bool:
+    """The platform team approves or rejects a request awaiting approval."""
+    return gpu_request.status == RequestStatus.PENDING_APPROVAL and is_platform(user)
+
+
+def may_approve(*, user, gpu_request: GpuRequest) -> bool:
+    """As may_decide, except one's own request: nobody approves their own."""
+    return may_decide(user=user, gpu_request=gpu_request) and gpu_request.requested_by_id != user.pk
+
+
+def request_actions(*, user, gpu_request: GpuRequest) -> frozenset[str]:
+    """The actions `user` may take on `gpu_request` now."""
+    actions = set()
+    if may_approve(user=user, gpu_request=gpu_request):
+        actions.add(APPROVE)
+    if may_decide(user=user, gpu_request=gpu_request):
+        actions.add(REJECT)
+    if may_cancel(user=user, gpu_request=gpu_request):
+        actions.add(CANCEL)
+    return frozenset(actions)
 
 
 def policy_current() -> PolicyVersion:

@@ -23,7 +23,7 @@ from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, dec
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers
-from .selectors import policy_current, policy_spec, team_held_under_rule
+from .selectors import may_cancel, policy_current, policy_spec, request_get, team_held_under_rule
 
 
 @dataclass(frozen=True)
@@ -306,8 +306,6 @@ def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status:
 
 
 def _visible_for_update(*, user, request_id) -> GpuRequest:
-    from .selectors import request_get
-
     return request_get(user=user, request_id=request_id)
 
 
@@ -317,6 +315,7 @@ def request_approve(*, user, request_id, comment: str = "", expected_status: str
         raise PermissionDenied("Only the platform team approves requests.")
     if gpu_request.requested_by_id == user.pk:
         raise PermissionDenied("Nobody approves their own request; ask another member of the platform team.")
+    # The status is checked under the lock (_approve_checked), where a stale one answers 409, not 403.
     return _approve_checked(request_id=gpu_request.pk, actor=user, comment=comment or "Approved.",
                             expected_from=expected_status)
 
@@ -394,10 +393,10 @@ def request_reject(*, user, request_id, comment: str, expected_status: str | Non
 
 def request_cancel(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
     gpu_request = _visible_for_update(user=user, request_id=request_id)
-    if not team_can_request_for(user=user, team=gpu_request.team):
-        raise PermissionDenied("Only the request's team or the platform team can cancel it.")
     if gpu_request.status in REQUEST_TERMINAL:
         raise Conflict(f"Request #{gpu_request.pk} is already {gpu_request.status}; there is nothing to cancel.")
+    if not may_cancel(user=user, gpu_request=gpu_request):
+        raise PermissionDenied("Only the request's team or the platform team can cancel it.")
     return request_transition(
         request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=user, comment=comment or "Cancelled.",
         expected_from=expected_status,

@@ -9,11 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from portal.errors import DomainError, NotFound
-from portal.roles import is_platform
 from portal.selectors import team_list_requestable, team_list_visible
 
 from . import selectors, services
-from .choices import REQUEST_TERMINAL, RequestStatus
+from .choices import RequestStatus
 from .decisions import summarise
 from .forms import CancelForm, RequestForm
 
@@ -103,8 +102,7 @@ def request_detail(request, pk):
         "decision": gpu_request.decision,
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
-        "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
-        "is_platform": is_platform(request.user),
+        "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
     })
 
 

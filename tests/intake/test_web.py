@@ -92,6 +92,30 @@ def test_cancel_from_the_request_page(engineer, team_a, inventory):
     assert mine.status == "cancelled" and mine.events.last().comment == "changed my mind"
 
 
+def test_the_request_page_offers_only_what_the_reader_may_do(engineer, platform_user, platform_user_2, finance_user,
+                                                          team_a, inventory):
+    theirs = request_submit(user=engineer, team=team_a, name="theirs", raw_answers=VALID_ANSWERS)
+    own = request_submit(user=platform_user, team=team_a, name="own", raw_answers=VALID_ANSWERS)
+
+    def offers(user, gpu_request):
+        page = login(user).get(f"/requests/{gpu_request.pk}/").content.decode()
+        return {"cancel": 'data-testid="cancel-form"' in page, "review": "Review in the approval queue" in page}
+
+    assert offers(engineer, theirs) == {"cancel": True, "review": False}
+    # Finance reads every request but cancels none: no button that would only fail.
+    assert offers(finance_user, theirs) == {"cancel": False, "review": False}
+    assert offers(platform_user_2, theirs) == {"cancel": True, "review": True}
+    # The platform team may still reject its own request, never approve it; the review page says which.
+    assert offers(platform_user, own)["review"] is True
+    GpuRequest.objects.filter(pk=theirs.pk).update(status="cancelled")
+    assert offers(engineer, theirs) == {"cancel": False, "review": False}
+    assert offers(platform_user_2, theirs) == {"cancel": False, "review": False}
+    # The services enforce what the page offers.
+    forbidden = login(finance_user).post(f"/requests/{own.pk}/cancel/", {"confirm": "on"}, follow=True)
+    own.refresh_from_db()
+    assert own.status == "pending_approval" and forbidden.status_code in (200, 403)
+
+
 def test_forms_are_csrf_protected(engineer, team_a, inventory):
     client = Client(enforce_csrf_checks=True)
     client.force_login(engineer)
