@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .choices import Role
+from .dispatch import send_after_commit
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import ApiToken, Membership, Team
 from .roles import is_platform, user_roles
@@ -196,7 +197,7 @@ def worker_ping_dispatch(*, user) -> None:
 
     if not is_platform(user):
         raise PermissionDenied("Only the platform team pings the workers.")
-    ping.delay_on_commit()
+    send_after_commit(ping, what="a worker ping")
 
 
 # --- single sign-on (portal.oidc) ---------------------------------------------------------------------------------

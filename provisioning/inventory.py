@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import FieldError
 from django.db import transaction
 from django.utils import timezone
+from portal.dispatch import send_after_commit, send_now
 
 from . import discovery, renderability
 from .catalogue import load_catalogue
@@ -315,11 +316,7 @@ def inventory_sync_dispatch() -> int:
 
     sent = 0
     for cluster_id in Cluster.objects.filter(enabled=True).order_by("name").values_list("id", flat=True):
-        try:
-            tasks.inventory_sync.apply_async(args=[cluster_id], retry=False)
-            sent += 1
-        except Exception as exc:  # noqa: BLE001 - the broker is down; the next beat tries again
-            logger.warning("could not dispatch the inventory sync of cluster %s: %s", cluster_id, exc)
+        sent += send_now(tasks.inventory_sync, cluster_id, what=f"the inventory sync of cluster {cluster_id}")
     return sent
 
 
@@ -344,5 +341,5 @@ def inventory_sync_request(*, user, cluster: Cluster) -> str:
     if not is_platform(user):
         raise PermissionDenied("Only the platform team starts an inventory sync.")
     note = no_api_server_note(cluster)
-    transaction.on_commit(lambda: tasks.inventory_sync.apply_async(args=[cluster.pk], retry=False))
+    send_after_commit(tasks.inventory_sync, cluster.pk, what=f"the inventory sync of {cluster.name}")
     return note or f"Sync of {cluster.name} queued; GET the cluster to see the result."

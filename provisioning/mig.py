@@ -32,6 +32,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.errors import Conflict, InvalidInput, PermissionDenied
+from portal.dispatch import send_now
 from portal.roles import is_platform
 
 from . import selectors
@@ -128,21 +129,13 @@ def mig_plan_cancel(*, user, plan_id: int) -> MigPlan:
 def dispatch_advance(*, plan_id: int) -> bool:
     from . import tasks
 
-    try:
-        tasks.mig_plan_advance.apply_async(args=[plan_id], retry=False)
-    except Exception as exc:  # noqa: BLE001 - broker down: the beat advances the plan anyway
-        logger.warning("could not dispatch MIG plan %s, the beat will: %s", plan_id, exc)
-        return False
-    return True
+    return send_now(tasks.mig_plan_advance, plan_id, what=f"MIG plan {plan_id}")
 
 
 def _sync_soon(cluster_id: int) -> None:
     from . import tasks
 
-    try:
-        tasks.inventory_sync.apply_async(args=[cluster_id], retry=False)
-    except Exception as exc:  # noqa: BLE001 - broker down: the beat's sync comes anyway
-        logger.warning("could not dispatch the inventory sync of cluster %s: %s", cluster_id, exc)
+    send_now(tasks.inventory_sync, cluster_id, what=f"the inventory sync of cluster {cluster_id}")
 
 
 def mig_plans_advance_dispatch() -> int:

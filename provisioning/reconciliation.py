@@ -36,6 +36,7 @@ from intake.choices import RequestStatus, WorkloadClass
 from intake.models import GpuRequest
 from intake.services import TransitionChange, request_transition, request_transition_many
 from portal.errors import Conflict
+from portal.dispatch import send_now
 from portal.models import Team
 from portal.webhooks import WebhookFailed, webhook_post, webhook_request
 
@@ -428,12 +429,8 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
 
 
 def gang_notification_dispatch(notification_id: int, task) -> bool:
-    try:
-        task.apply_async(args=[notification_id], retry=False)
-    except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued and the sweep sends it later
-        logger.warning("could not dispatch notification %s: %s", notification_id, exc)
-        return False
-    return True
+    # A broker outage leaves the row queued; the sweep sends it later.
+    return send_now(task, notification_id, what=f"notification {notification_id}")
 
 
 def _send_email(notification: GangNotification) -> None:
@@ -712,9 +709,8 @@ def status_reconcile_all() -> list[int]:
     from . import tasks
 
     ids = list(Cluster.objects.filter(enabled=True).order_by("name").values_list("pk", flat=True))
-    for cluster_id in ids:
-        # A run that cannot start before the next beat is pointless: the next one replaces it.
-        tasks.cluster_status_reconcile.apply_async(args=[cluster_id],
-                                                   expires=settings.PORTAL_RECONCILE_INTERVAL_SECONDS)
-    return ids
+    # A run that cannot start before the next beat is pointless: the next one replaces it.
+    return [cluster_id for cluster_id in ids
+            if send_now(tasks.cluster_status_reconcile, cluster_id, what=f"the reconciliation of cluster {cluster_id}",
+                        expires=settings.PORTAL_RECONCILE_INTERVAL_SECONDS)]
 

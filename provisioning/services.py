@@ -15,6 +15,7 @@ from intake import events
 from intake.choices import REQUEST_TRANSITIONS, RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_transition
+from portal.dispatch import send_now
 
 from .appliers.base import Applier
 from .appliers.factory import applier_for
@@ -141,17 +142,9 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
 
 
 def dispatch_job(*, job_id: int, task) -> bool:
-    """Send the job's task to the broker. A broker outage is not the user's problem: one connection attempt, and
-    if it fails the job stays queued and the beat sweep (`sweeps.allocation_sweep`) sends it later."""
-
-    try:
-        with task.app.producer_or_acquire() as producer:
-            if not task.app.conf.task_always_eager:
-                # Without this, kombu retries connecting for seconds (2 s, then 4 s) while the user waits.
-                producer.connection.ensure_connection(max_retries=0)
-            task.apply_async(args=[job_id], retry=False, producer=producer)
-    except Exception as exc:  # noqa: BLE001 - kombu raises many connection error types
-        logger.warning("could not dispatch job %s, the sweep will retry: %s", job_id, exc)
+    """Send the job's task to the broker; if it cannot be reached the job stays queued and the beat sweep
+    (`sweeps.allocation_sweep`) sends it later."""
+    if not send_now(task, job_id, what=f"job {job_id}"):
         return False
     ProvisioningJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(dispatched_at=timezone.now())
     return True
