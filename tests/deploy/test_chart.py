@@ -44,7 +44,22 @@ def test_the_chart_deploys_web_worker_beat_migrations_and_rbac(rendered):
         ("Service", "portal-web"), ("Job", "portal-migrate"), ("ServiceAccount", "portal-gpu-portal"),
         ("ClusterRole", "portal-gpu-portal"), ("ClusterRoleBinding", "portal-gpu-portal"),
         ("NetworkPolicy", "portal-deny-ingress"), ("NetworkPolicy", "portal-web"),
+        ("PodDisruptionBudget", "portal-web"), ("PodDisruptionBudget", "portal-worker"),
     }
+
+
+def test_web_and_worker_run_two_replicas_and_a_drain_keeps_one_of_each(rendered):
+    for component in ["web", "worker"]:
+        deployment = rendered[("Deployment", f"portal-{component}")]
+        budget = rendered[("PodDisruptionBudget", f"portal-{component}")]
+        assert deployment["spec"]["replicas"] == 2
+        assert budget["spec"]["minAvailable"] == 1 < deployment["spec"]["replicas"]  # a drain can proceed
+        assert budget["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+        requests = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+        assert set(requests) == {"cpu", "memory"}
+    # beat must stay one: two would send every scheduled task twice.
+    assert rendered[("Deployment", "portal-beat")]["spec"]["replicas"] == 1
+    assert ("PodDisruptionBudget", "portal-beat") not in rendered
 
 
 def pod(rendered, kind, name):
