@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from portal.errors import DomainError, NotFound
 from portal.roles import is_platform
+from provisioning import wait_selectors
 from portal.selectors import team_list_requestable, team_list_visible
 
 from . import selectors, services
@@ -105,6 +106,7 @@ def request_detail(request, pk):
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "can_cancel": gpu_request.status not in REQUEST_TERMINAL,
         "is_platform": is_platform(request.user),
+        "wait": wait_selectors.request_wait(gpu_request=gpu_request),
     })
 
 
