@@ -143,7 +143,7 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                            "unblock it, its queue position and an estimated start with its basis")
     @action(detail=True, methods=["get"])
     def wait(self, request, pk=None):
-        gpu_request = self.get_object()
+        gpu_request = selectors.request_get_brief(user=request.user, request_id=pk)
         return Response(WaitSerializer(wait_selectors.request_wait(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
