@@ -472,10 +472,12 @@ def _holders(nodes: list[Node], *, exclude_request_id: int | None,
     return holders
 
 
-def request_fit(*, gpu_request, user=None, missing_pods: int | None = None) -> dict:
+def request_fit(*, gpu_request, user=None, missing_pods: int | None = None,
+                visible_team_ids: set[int] | None = None) -> dict:
     """Does the request fit its pool, node by node, now? With the projected GPU-hours and the team's quota.
     For `user` an engineer, other teams' running work is not named (team visibility). With `missing_pods` (a
-    stalled gang): do that many more of its pods fit beside its own running ones?"""
+    stalled gang): do that many more of its pods fit beside its own running ones? `visible_team_ids`: name only
+    these teams' work (for a reading stored for every viewer)."""
     from portal.selectors import team_visible_ids
 
     decision, answers = gpu_request.decision, gpu_request.answers
@@ -528,7 +530,7 @@ def request_fit(*, gpu_request, user=None, missing_pods: int | None = None) -> d
             )
             for n in nodes
         ]  # fmt: skip
-        visible = team_visible_ids(user=user) if user is not None else None
+        visible = team_visible_ids(user=user) if user is not None else visible_team_ids
         free_now = fit.free_by_node(demand, slots)
         answer = fit.check_fit(demand, slots,
                                _holders(nodes, exclude_request_id=gpu_request.pk, visible_team_ids=visible))

@@ -140,7 +140,8 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
         missing = waiting.missing_members(found["pods"], wanted)
     if kinds & {waiting.CAPACITY, waiting.GANG, waiting.SCHEDULING} or missing:
         fit_answer = request_fit(gpu_request=gpu_request,
-                                 missing_pods=(wanted - pods_running) if missing else None)
+                                 missing_pods=(wanted - pods_running) if missing else None,
+                                 visible_team_ids={gpu_request.team_id})  # the reading is shown to the team
         demand = fit_answer.get("demand") or {}
         fragmentation = waiting.fragmentation_words(
             per_pod=demand.get("per_pod", 1), pods=demand.get("pods", 1), unit="GPU",

@@ -220,6 +220,10 @@ def test_a_gang_waiting_on_the_team_quota_says_who_holds_it_its_queue_position_a
     record = RequestWait.objects.get(request=waiting)
     assert (record.actual_start, record.error_seconds) == (datetime(2026, 11, 30, 20, 30, tzinfo=UTC), 1800)
     assert api(engineer).get(f"/api/v1/requests/{waiting.pk}/wait/").json()["waiting"] is False
+    # The platform page shows the median error.
+    register = Client()
+    register.force_login(platform_user)
+    assert "median error <strong>30.0 minutes</strong> over 1 request" in register.get("/register/").content.decode()
 
 
 # --- a stalled gang (Volcano) -----------------------------------------------------------------------------------
