@@ -8,10 +8,12 @@ The reasons are read from the objects the schedulers write, in their own vocabul
   (`UnsatisfiedAdmissionChecks`, `NoReservation`); the message of a quota shortage is written by
   `pkg/scheduler/flavorassigner/flavorassigner.go` as "insufficient unused quota for <resource> in flavor
   <flavor>, <n> more needed".
-- Volcano v1.15 (`scheduling.volcano.sh/v1beta1` PodGroup, CRD in provisioning/schemas): `status.conditions[]` of
-  type `Unschedulable` (reason `NotEnoughResources`, `NotEnoughTasks`) and `status.phase` Pending / Inqueue.
-- KAI v0.17 (`scheduling.run.ai/v2alpha2` PodGroup, CRD in provisioning/schemas): `status.schedulingConditions[]`
-  with `reasons[]` of {reason, message}.
+- Volcano v1.15.1 (`scheduling.volcano.sh/v1beta1` PodGroup): the gang plugin writes a condition of type
+  `Unschedulable`, status True, reason `NotEnoughResources`, message "<n>/<m> tasks in gang unschedulable: ..."
+  (`pkg/scheduler/plugins/gang/gang.go`; types in `staging/src/volcano.sh/apis/pkg/apis/scheduling/v1beta1`).
+- KAI v0.17.0 (`scheduling.run.ai/v2alpha2` PodGroup): `status.schedulingConditions[]` with `reasons[]` of
+  {reason, message, details}; the quota reasons are `NonPreemptibleOverQuota` and `OverLimit`, others
+  `QueueDoesNotExist`, `PreemptionDelayNotElapsed` (`pkg/apis/scheduling/v2alpha2/podgroup_types.go`).
 - native gang scheduling (`scheduling.k8s.io` PodGroup, 1.36+): any `status.conditions[]` that is False for a
   `...Scheduled` type or True for an `Unschedulable` one.
 - the pods: `PodScheduled=False` with its reason (Unschedulable, SchedulingGated) and the scheduler's message,
