@@ -153,6 +153,14 @@ def request_get(*, user, request_id) -> GpuRequest:
         raise NotFound("No such request.") from None
 
 
+def request_get_brief(*, user, request_id) -> GpuRequest:
+    """As request_get, with only the list's columns (one query): for reads that need the request, not its story."""
+    try:
+        return request_list_brief(user=user).get(pk=request_id)
+    except (GpuRequest.DoesNotExist, ValueError, TypeError):
+        raise NotFound("No such request.") from None
+
+
 def request_summary(gpu_request: GpuRequest) -> str:
     """The decision summary as true now: who approved (or rejected) it and when, not how approval would go.
 

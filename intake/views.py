@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from portal.errors import DomainError, NotFound
 from portal.selectors import team_list_requestable, team_list_visible
+from provisioning import wait_selectors
 
 from . import selectors, services
 from .choices import RequestStatus
@@ -103,6 +104,7 @@ def request_detail(request, pk):
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
+        "wait": wait_selectors.request_wait(gpu_request=gpu_request),
     })
 
 

@@ -58,6 +58,7 @@ JOB_ORPHAN_WARNING = (
 )
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 NAMESPACES = kmock.resource("", "v1", "namespaces")
+KUEUE_VISIBILITY = "visibility.kueue.x-k8s.io"  # an aggregated API of Kueue's, served from the stored Workloads
 
 
 # -- request parsing --------------------------------------------------------------------------------------------
@@ -343,6 +344,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
     # -- serving API resources ----------------------------------------------------------------------------------
 
     async def _serve_resource(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if request.resource and request.resource.group == KUEUE_VISIBILITY and request.subresource == "pendingworkloads":
+            return _reply(self._pending_workloads(request))
         served = self._served.get(request.resource) if request.resource and request.resource.plural else None
         if served is None:
             raise api_error(404, "NotFound", "the server could not find the requested resource")
@@ -366,6 +369,45 @@ class KubeEmulator(kmock.KubernetesEmulator):
         if method == "DELETE":
             return _reply(self._delete_collection(request, served))
         raise api_error(405, "MethodNotAllowed", f"{method} {request.url.path} is not supported")
+
+    def _pending_workloads(self, request: rendering.Request) -> dict[str, Any]:
+        """Kueue's visibility API (kueue v0.19.2 pkg/visibility/storage/pending_workloads_{cq,lq}.go): the stored
+        Workloads of a ClusterQueue (through their LocalQueues' spec.clusterQueue) without QuotaReserved=True,
+        highest priority first, then oldest, with positions counted from 0; a LocalQueue's answer keeps only its own
+        (positionInClusterQueue still counts the whole ClusterQueue)."""
+        local_queues = {(q["metadata"].get("namespace"), q["metadata"]["name"]): (q.get("spec") or {}).get(
+            "clusterQueue") for _, q in self._live_items() if q.get("apiVersion", "").startswith("kueue.x-k8s.io/")
+            and q.get("kind") == "LocalQueue"}
+        if request.resource.plural == "localqueues":
+            cluster_queue = local_queues.get((request.namespace, request.name))
+        else:
+            cluster_queue = request.name if any(cq == request.name for cq in local_queues.values()) else None
+        if cluster_queue is None:
+            raise api_error(404, "NotFound", f'{request.resource.plural[:-1]} "{request.name}" not found')
+        pending = [w for _, w in self._live_items() if w.get("kind") == "Workload"
+                   and w.get("apiVersion", "").startswith("kueue.x-k8s.io/")
+                   and local_queues.get((w["metadata"].get("namespace"), (w.get("spec") or {}).get("queueName")))
+                   == cluster_queue and not any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
+                                                for c in (w.get("status") or {}).get("conditions") or ())]
+        pending.sort(key=lambda w: (-int((w.get("spec") or {}).get("priority") or 0),
+                                    w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
+        items, in_local = [], {}
+        for index, workload in enumerate(pending):
+            meta, queue = workload["metadata"], (workload.get("spec") or {}).get("queueName")
+            key = (meta.get("namespace"), queue)
+            position = in_local[key] = in_local.get(key, -1) + 1
+            if request.resource.plural == "localqueues" and key != (request.namespace, request.name):
+                continue
+            items.append({
+                "metadata": {"name": meta["name"], "namespace": meta.get("namespace"),
+                             "creationTimestamp": meta.get("creationTimestamp"),
+                             "ownerReferences": [{k: o[k] for k in ("apiVersion", "kind", "name", "uid") if k in o}
+                                                 for o in meta.get("ownerReferences") or ()]},
+                "priority": int((workload.get("spec") or {}).get("priority") or 0), "localQueueName": queue,
+                "positionInClusterQueue": index, "positionInLocalQueue": position,
+            })
+        return {"kind": "PendingWorkloadsSummary", "apiVersion": f"{KUEUE_VISIBILITY}/v1beta2",
+                "metadata": {"creationTimestamp": None}, "items": items}
 
     def _read(self, served: ServedResource, namespace: str | None, name: str) -> dict[str, Any]:
         live = self._live((served.key, namespace, name))

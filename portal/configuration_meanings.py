@@ -123,6 +123,10 @@ MEANINGS: dict[str, dict[str, str]] = {
                                    "(`provisioning.mig_plans_advance`)"},
     "PORTAL_RECONCILE_INTERVAL_SECONDS": {"section": "celery", "meaning": "how often beat starts a status "
                                           "reconciliation per cluster (`provisioning.status_reconcile_all`)"},
+    "PORTAL_WAIT_REFRESH_SECONDS": {"section": "celery", "meaning": "how often beat reads why approved requests wait "
+                                    "and records the actual start of those now running "
+                                    "(`provisioning.wait_refresh_all`, [Why a request waits](waiting.md)); 0 turns "
+                                    "it off"},
     # Kubernetes and provisioning
     "PORTAL_LABEL_DOMAIN": {"section": "kube", "meaning": "prefix of the labels and annotations put on Kubernetes "
                             "objects (`<domain>/request-id`, ...)"},

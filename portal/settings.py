@@ -445,6 +445,10 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
         "task": "provisioning.inventory_sync_all",
         "schedule": _env_every("PORTAL_INVENTORY_SYNC_SECONDS", "300", offset=130),
     },
+    # Why approved requests wait, and the actual start of those that began running (provisioning.waits).
+    "request-wait-refresh": {
+        "task": "provisioning.wait_refresh_all", "schedule": _env_every("PORTAL_WAIT_REFRESH_SECONDS", "60", offset=44),
+    },
     # Chargeback: one ingestion pass over every enabled cluster's portal pods.
     "chargeback-usage-collect": {
         "task": "chargeback.usage_collect", "schedule": _env_every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),

@@ -161,6 +161,12 @@ def _describe(demand: Demand) -> str:
     return f"{_plural(demand.per_pod, demand.unit)} per pod"
 
 
+def free_by_node(demand: Demand, nodes: Sequence[NodeSlot]) -> dict[str, int]:
+    """Free units of the demanded resource on each node that could take the pods (the others left out)."""
+    return {n.name: max(n.resources.get(demand.resource, 0) - n.used.get(demand.resource, 0), 0)
+            for n in nodes if _exclusion(n, demand) is None}
+
+
 def check_fit(demand: Demand, nodes: Sequence[NodeSlot], holders: Sequence[Holder] = ()) -> FitAnswer:
     """Where the request's pods go now, or what must finish first, or why never (module docstring)."""
     if not nodes:

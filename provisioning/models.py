@@ -714,3 +714,33 @@ class MigPlanStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_name}: {self.from_config or '-'} -> {self.to_config} ({self.state})"
+
+
+# --- why a request waits (waits) ------------------------------------------------------------------------------
+# Computed by provisioning.waits from the cluster's scheduler objects; read by the request page and API.
+
+
+class RequestWait(models.Model):
+    """The last reading of why an approved request is not (fully) running, and the start estimate's record: the
+    first estimate given, and the actual start once its pods run, so the estimate's error can be tracked."""
+
+    request = models.OneToOneField("intake.GpuRequest", on_delete=models.CASCADE, related_name="wait")
+    checked_at = models.DateTimeField()
+    waiting = models.BooleanField(default=True)
+    blockers = models.JSONField(default=list, blank=True, help_text="[{kind, source, reason, message, words}]")
+    unblock = models.JSONField(default=list, blank=True, help_text="what would unblock it, in words")
+    missing_members = models.JSONField(default=list, blank=True, help_text="a stalled gang's absent members")
+    queue_position = models.JSONField(null=True, blank=True, help_text="Kueue visibility API positions")
+    estimated_start = models.DateTimeField(null=True, blank=True)
+    estimate_basis = models.TextField(blank=True)
+    first_estimate = models.DateTimeField(null=True, blank=True)
+    first_estimated_at = models.DateTimeField(null=True, blank=True)
+    actual_start = models.DateTimeField(null=True, blank=True)
+    error_seconds = models.IntegerField(null=True, blank=True, help_text="actual start minus the first estimate")
+    read_error = models.TextField(blank=True, help_text="why the cluster could not be read at the last check")
+
+    class Meta:
+        ordering = ["request_id"]
+
+    def __str__(self) -> str:
+        return f"wait of request #{self.request_id}"

@@ -2,6 +2,7 @@
 the fit check, quotas and driver upgrade impact."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from dataclasses import dataclass
@@ -471,9 +472,12 @@ def _holders(nodes: list[Node], *, exclude_request_id: int | None,
     return holders
 
 
-def request_fit(*, gpu_request, user=None) -> dict:
+def request_fit(*, gpu_request, user=None, missing_pods: int | None = None,
+                visible_team_ids: set[int] | None = None) -> dict:
     """Does the request fit its pool, node by node, now? With the projected GPU-hours and the team's quota.
-    For `user` an engineer, other teams' running work is not named (team visibility)."""
+    For `user` an engineer, other teams' running work is not named (team visibility). With `missing_pods` (a
+    stalled gang): do that many more of its pods fit beside its own running ones? `visible_team_ids`: name only
+    these teams' work (for a reading stored for every viewer)."""
     from portal.selectors import team_visible_ids
 
     decision, answers = gpu_request.decision, gpu_request.answers
@@ -499,7 +503,10 @@ def request_fit(*, gpu_request, user=None) -> dict:
                 **fit.FitAnswer(fit.NEVER, f"Pool {decision['cluster']}/{decision['node_pool']} does not exist any "
                                            "more; the request must be placed again.").as_dict()}
     demand = _demand(decision, pool)
+    if missing_pods is not None:
+        demand = dataclasses.replace(demand, pods=missing_pods)
     synced_at = pool.cluster.last_synced_at
+    free_now: dict[str, int] = {}
     if synced_at is None:
         answer = fit.check_fit(demand, _declared_slots(pool, demand))
         answer.reason = (f"Based on the declared pool ({pool.cluster.name} has never been synced, so running work "
@@ -508,9 +515,9 @@ def request_fit(*, gpu_request, user=None) -> dict:
     else:
         nodes = list(pool.nodes.filter(present=True).select_related("gpu_model").order_by("name"))
         own = {n.name: {} for n in nodes}
-        for node in nodes:  # a request's own pods do not stand in its way
+        for node in nodes:  # a request's own pods do not stand in its way (unless the rest of its gang waits)
             for pod in node.gpu_pods or []:
-                if pod.get("request_id") == gpu_request.pk:
+                if pod.get("request_id") == gpu_request.pk and missing_pods is None:
                     for key, count in (pod.get("resources") or {}).items():
                         own[node.name][key] = own[node.name].get(key, 0) + count
         slots = [
@@ -523,7 +530,8 @@ def request_fit(*, gpu_request, user=None) -> dict:
             )
             for n in nodes
         ]  # fmt: skip
-        visible = team_visible_ids(user=user) if user is not None else None
+        visible = team_visible_ids(user=user) if user is not None else visible_team_ids
+        free_now = fit.free_by_node(demand, slots)
         answer = fit.check_fit(demand, slots,
                                _holders(nodes, exclude_request_id=gpu_request.pk, visible_team_ids=visible))
         if not nodes:
@@ -531,7 +539,8 @@ def request_fit(*, gpu_request, user=None) -> dict:
         basis = "discovered"
     demand_view = {"resource": demand.resource, "per_pod": demand.per_pod, "pods": demand.pods, "gang": demand.gang,
                    "gpu_model": demand.gpu_model, "min_driver_major": demand.min_driver_major}
-    return {**base, "basis": basis, "synced_at": synced_at, "demand": demand_view, **answer.as_dict()}
+    return {**base, "basis": basis, "synced_at": synced_at, "demand": demand_view, "free_by_node": free_now,
+            **answer.as_dict()}
 
 
 def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None) -> dict:

@@ -163,3 +163,26 @@ def gang_notification_sweep() -> int:
 
 
 # --- end status reconciliation ----------------------------------------------------------------------------------
+
+
+# --- why requests wait (waits) ------------------------------------------------------------------------------------
+
+
+@shared_task(name="provisioning.request_wait_refresh", acks_late=True, soft_time_limit=60, time_limit=90)
+def request_wait_refresh(request_id: int) -> str:
+    """Read and store why one request waits; a cluster that cannot be read is recorded on the reading."""
+    from .waits import request_wait_refresh as refresh
+
+    record = refresh(request_id=request_id)
+    return "skipped" if record is None else ("read_error" if record.read_error else "stored")
+
+
+@shared_task(name="provisioning.wait_refresh_all")
+def wait_refresh_all() -> int:
+    """Beat: one request_wait_refresh per waiting request (and per running one whose start is not recorded)."""
+    from .waits import refresh_candidates
+
+    ids = refresh_candidates()
+    for request_id in ids:
+        request_wait_refresh.delay(request_id)
+    return len(ids)

@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from portal.errors import DomainError
 from portal.roles import is_platform
+from provisioning import wait_selectors
 
 from . import selectors
 from .choices import Verdict
@@ -24,4 +25,5 @@ def register_page(request):
         except DomainError as exc:
             messages.error(request, f"days: {exc.message} Showing {days} days.")
     register = selectors.register_build(days=days)
-    return render(request, "register/register.html", {"register": register, "verdicts": Verdict})
+    return render(request, "register/register.html", {"register": register, "verdicts": Verdict,
+                                                      "wait_error": wait_selectors.wait_estimate_error()})

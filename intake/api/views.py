@@ -11,7 +11,8 @@ from rest_framework.views import APIView
 
 from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
-from provisioning.api.serializers import FitSerializer
+from provisioning import wait_selectors
+from provisioning.api.serializers import FitSerializer, WaitSerializer
 
 from .. import selectors, services
 from ..filtersets import RequestFilterSet
@@ -136,6 +137,14 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         gpu_request = self.get_object()
         fit = provisioning_selectors.request_fit(gpu_request=gpu_request, user=request.user)
         return Response(FitSerializer(fit).data)
+
+    @extend_schema(responses={200: WaitSerializer},
+                   summary="Why an approved request is not (fully) running: the schedulers' reasons, what would "
+                           "unblock it, its queue position and an estimated start with its basis")
+    @action(detail=True, methods=["get"])
+    def wait(self, request, pk=None):
+        gpu_request = selectors.request_get_brief(user=request.user, request_id=pk)
+        return Response(WaitSerializer(wait_selectors.request_wait(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Approve a pending request (platform team, not the requester); 409 if it moved on")

@@ -290,3 +290,35 @@ class ClusterCredentialSerializer(serializers.ModelSerializer):
 
     def get_has_token(self, credential) -> bool:
         return bool(credential.token)
+
+
+class WaitBlockerSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["quota", "capacity", "admission", "gang", "scheduling"])
+    source = CharField(help_text="the object and field that said so, e.g. a Kueue Workload's QuotaReserved")
+    reason = CharField(help_text="the scheduler's reason, verbatim (WaitingForQuota, Unschedulable, ...)")
+    message = CharField(help_text="the scheduler's message, verbatim")
+    words = CharField(help_text="the same in plain words")
+
+
+class QueuePositionSerializer(serializers.Serializer):
+    local_queue = CharField()
+    pending_in_local_queue = serializers.IntegerField()
+    position_in_local_queue = serializers.IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
+    position_in_cluster_queue = serializers.IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
+
+
+class WaitSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField()
+    status = CharField()
+    waiting = serializers.BooleanField(help_text="approved, provisioning or stalled: not (fully) running")
+    checked_at = serializers.DateTimeField(allow_null=True, help_text="when the cluster was last read")
+    blockers = WaitBlockerSerializer(many=True)
+    unblock = serializers.ListField(child=CharField(), help_text="what would unblock it, in words")
+    missing_members = serializers.ListField(child=CharField(), help_text="a stalled gang's members not running")
+    queue_position = QueuePositionSerializer(allow_null=True, help_text="Kueue visibility API; null elsewhere")
+    estimated_start = serializers.DateTimeField(allow_null=True)
+    estimate_basis = CharField(help_text="what the estimate was computed from, or why there is none")
+    first_estimate = serializers.DateTimeField(allow_null=True)
+    actual_start = serializers.DateTimeField(allow_null=True)
+    error_seconds = serializers.IntegerField(allow_null=True, help_text="actual start minus the first estimate")
+    read_error = CharField(help_text="why the cluster could not be read at the last check")

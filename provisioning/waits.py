@@ -1,0 +1,207 @@
+"""Why each approved request is not (fully) running: read its scheduler objects and pods from the cluster, explain
+them with `provisioning.waiting` and the fit check, and store the reading (`RequestWait`) that the request page and
+`GET /api/v1/requests/{id}/wait/` show. The first start estimate and the actual start are kept, so the estimates'
+error is tracked (`wait_estimate_error`).
+
+- `request_wait_refresh(request_id=, now=)`: one request, one cluster read (Celery task of the same name).
+- `refresh_candidates()`: the requests the beat refreshes (task `provisioning.wait_refresh_all`).
+"""
+from __future__ import annotations
+
+import datetime
+import statistics
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min, OuterRef, Subquery
+from django.utils import timezone
+
+from intake.choices import RequestStatus
+from intake.models import GpuRequest, RequestEvent
+
+from . import waiting
+from .credentials import cluster_connection
+from .kube.client import KubeClient
+from .kube.errors import KubeError
+from .kube.reads import list_pods
+from .kube.scheduling import KUEUE_WORKLOAD, list_objects, owned_by, pending_workloads
+from .models import RequestWait
+from .reconcile.facts import pod_fact
+from .selectors import QUOTA_WORDS, cluster_for_request, request_fit, request_manifests, team_quota_state
+
+WAITING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
+GANG_BACKENDS = {"scheduling.volcano.sh": "volcano", "scheduling.run.ai": "kai", "scheduling.k8s.io": "native"}
+
+
+def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None]:
+    workload = next(o for o in objects if o["kind"] in ("Job", "Deployment", "JobSet", "StatefulSet"))
+    podgroup = next((o for o in objects if o["kind"] == "PodGroup"), None)
+    return workload, podgroup
+
+
+def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
+    """The cluster's side: pods, the Kueue Workload and its queue position, the gang's PodGroup."""
+    workload, podgroup = _backend_objects(objects)
+    namespace = workload["metadata"]["namespace"]
+    found: dict[str, Any] = {"pods": [], "workload": None, "podgroup": None, "queue": None, "backend": ""}
+    cluster = cluster_for_request(gpu_request=gpu_request)
+    with KubeClient(cluster_connection(cluster)) as kube:
+        pods = list_pods(kube, namespace=namespace,
+                         label_selector=f"{settings.PORTAL_LABEL_DOMAIN}/request-id={gpu_request.pk}")
+        found["pods"] = [pod_fact(p, request_id=gpu_request.pk, label_domain=settings.PORTAL_LABEL_DOMAIN)
+                         for p in pods]
+        queue = (workload["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+        if queue:
+            found["backend"] = "kueue"
+            found["workload"] = owned_by(list_objects(kube, *KUEUE_WORKLOAD, namespace=namespace),
+                                         kind=workload["kind"], name=workload["metadata"]["name"])
+            if found["workload"] is not None:
+                name = found["workload"]["metadata"]["name"]
+                items = pending_workloads(kube, namespace=namespace, local_queue=queue)
+                mine = next((i for i in items if (i.get("metadata") or {}).get("name") == name), None)
+                if mine is not None:
+                    found["queue"] = {"local_queue": queue, "pending_in_local_queue": len(items),
+                                      "position_in_local_queue": mine.get("positionInLocalQueue"),
+                                      "position_in_cluster_queue": mine.get("positionInClusterQueue")}
+        elif podgroup is not None:
+            found["backend"] = GANG_BACKENDS.get(podgroup["apiVersion"].split("/")[0], "")
+            name = podgroup["metadata"]["name"]
+            found["podgroup"] = next((o for o in list_objects(kube, podgroup["apiVersion"], "PodGroup",
+                                                              namespace=namespace)
+                                      if o["metadata"]["name"] == name), None)
+    return found
+
+
+def _observed_hours(team_id: int, workload_class: str) -> float | None:
+    """The median run time of the team's completed work of this class: from its move to running to its end."""
+    started = RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.RUNNING).values(
+        "request").annotate(first=Min("at")).values("first")
+    rows = GpuRequest.objects.filter(team_id=team_id, workload_class=workload_class,
+                                     status=RequestStatus.COMPLETED).annotate(started=Subquery(started)).values_list(
+        "started", "status_changed_at")
+    hours = [(end - start).total_seconds() / 3600 for start, end in rows if start and end and end > start]
+    return statistics.median(hours) if hours else None
+
+
+def _team_running(gpu_request: GpuRequest) -> list[waiting.Running]:
+    """The team's running work of the same strategy: what frees its quota, and when it is expected to end."""
+    others = list(GpuRequest.objects.filter(team_id=gpu_request.team_id, strategy=gpu_request.strategy,
+                                            status__in=(RequestStatus.RUNNING, RequestStatus.STALLED))
+                  .exclude(pk=gpu_request.pk).order_by("id"))
+    observed: dict[str, float | None] = {}
+    running = []
+    for other in others:
+        hours, basis = other.answers.get("expected_hours"), "its start plus its expected_hours"
+        if not hours:
+            if other.workload_class not in observed:
+                observed[other.workload_class] = _observed_hours(other.team_id, other.workload_class)
+            hours = observed[other.workload_class]
+            basis = f"its start plus the median run time of {gpu_request.team.slug}'s completed " \
+                    f"{other.workload_class} work ({hours:.1f} h)" if hours else ""
+        start = other.status_changed_at
+        running.append(waiting.Running(
+            label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision["gpu_equivalents"]),
+            started_at=start, expected_end=start + datetime.timedelta(hours=float(hours)) if hours else None,
+            basis=basis))
+    return running
+
+
+def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
+    """The reading to store: blockers, what unblocks them, the queue position and the estimate."""
+    blockers: list[waiting.Blocker] = []
+    if found["workload"] is not None:
+        blockers += waiting.kueue_blockers(found["workload"])
+    if found["podgroup"] is not None:
+        blockers += waiting.podgroup_blockers(found["podgroup"], found["backend"])
+    blockers += waiting.pod_blockers(found["pods"])
+    decision = gpu_request.decision
+    unblock, estimates = [], []
+    kinds = {b.kind for b in blockers}
+    if waiting.QUOTA in kinds:
+        quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=0,
+                                 exclude_request_id=gpu_request.pk)
+        needed = float(decision["gpu_equivalents"])
+        if quota.limit is not None:
+            shortage = waiting.kueue_quota_shortage(blockers)
+            free = max(float(quota.limit) - float(quota.held), 0)
+            needed = free + shortage[2] if shortage else needed
+            words = f"{QUOTA_WORDS.get(decision['strategy'], decision['strategy'])} {decision['gpu_model']} GPU " \
+                    "equivalents"
+            text, estimate = waiting.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
+                                                   held=float(quota.held), needed=needed,
+                                                   running=_team_running(gpu_request))
+            unblock.append(text)
+            estimates.append(estimate)
+    pods_running = sum(1 for p in found["pods"] if p.phase == "Running")
+    wanted = int(decision.get("replicas") or 1)
+    missing: list[str] = []
+    if gpu_request.status == RequestStatus.STALLED or (pods_running and pods_running < wanted):
+        missing = waiting.missing_members(found["pods"], wanted)
+    if kinds & {waiting.CAPACITY, waiting.GANG, waiting.SCHEDULING} or missing:
+        fit_answer = request_fit(gpu_request=gpu_request,
+                                 missing_pods=(wanted - pods_running) if missing else None,
+                                 visible_team_ids={gpu_request.team_id})  # the reading is shown to the team
+        demand = fit_answer.get("demand") or {}
+        fragmentation = waiting.fragmentation_words(
+            per_pod=demand.get("per_pod", 1), pods=demand.get("pods", 1), unit="GPU",
+            free_by_node=fit_answer.get("free_by_node") or {}) if demand else ""
+        text, estimate = waiting.capacity_unblock(fit_answer, fragmentation)
+        unblock.append(text)
+        estimates.append(estimate)
+    known = [e for e in estimates if e.start is not None]
+    best = max(known, key=lambda e: e.start) if known else (estimates[0] if estimates else None)
+    return {"blockers": waiting.as_dicts(blockers), "unblock": unblock, "missing_members": missing,
+            "queue_position": found["queue"], "estimated_start": best.start if best else None,
+            "estimate_basis": best.basis if best else "nothing holds it that the portal can see"}
+
+
+@transaction.atomic
+def _store(gpu_request: GpuRequest, reading: dict[str, Any], *, now: datetime.datetime,
+           actual_start: datetime.datetime | None = None, read_error: str = "") -> RequestWait:
+    record = RequestWait.objects.select_for_update(no_key=True, of=("self",)).filter(request=gpu_request).first()
+    record = record or RequestWait(request=gpu_request, checked_at=now)
+    record.checked_at, record.read_error = now, read_error
+    if actual_start is not None:
+        record.waiting = False
+        if record.actual_start is None:
+            record.actual_start = actual_start
+            if record.first_estimate is not None:
+                record.error_seconds = int((actual_start - record.first_estimate).total_seconds())
+    elif not read_error:
+        for key, value in reading.items():
+            setattr(record, key, value)
+        record.waiting = True
+        if record.first_estimate is None and record.estimated_start is not None:
+            record.first_estimate, record.first_estimated_at = record.estimated_start, now
+    record.save()
+    return record
+
+
+def request_wait_refresh(*, request_id: int, now: datetime.datetime | None = None) -> RequestWait | None:
+    """Read and store why the request waits (or, once it runs, when it actually started). None when there is
+    nothing to read: not approved yet, finished, or running with its start already recorded."""
+    now = now or timezone.now()
+    gpu_request = GpuRequest.objects.select_related("team").filter(pk=request_id).first()
+    if gpu_request is None or gpu_request.status not in (*WAITING, RequestStatus.RUNNING):
+        return None
+    record = RequestWait.objects.filter(request=gpu_request).first()
+    if gpu_request.status == RequestStatus.RUNNING and (record is None or record.actual_start is not None):
+        return None
+    objects = request_manifests(gpu_request=gpu_request)
+    try:
+        found = _read(gpu_request, objects)
+    except KubeError as exc:
+        return _store(gpu_request, {}, now=now, read_error=str(exc))
+    if gpu_request.status == RequestStatus.RUNNING:
+        starts = [p.running_since for p in found["pods"] if p.phase == "Running" and p.running_since]
+        return _store(gpu_request, {}, now=now, actual_start=min(starts) if starts else gpu_request.status_changed_at)
+    return _store(gpu_request, explain(gpu_request, found), now=now)
+
+
+def refresh_candidates() -> list[int]:
+    """Every waiting request, and every running one whose actual start is not recorded yet."""
+    ids = list(GpuRequest.objects.filter(status__in=WAITING).values_list("pk", flat=True).order_by("pk"))
+    ids += list(GpuRequest.objects.filter(status=RequestStatus.RUNNING, wait__isnull=False,
+                                          wait__actual_start__isnull=True).values_list("pk", flat=True).order_by("pk"))
+    return ids
