@@ -6,7 +6,7 @@ how many objects a rule examined. `assert_schedulable(...)` raises when there is
 
 The inventory is the cluster as discovery sees it (Nodes, DeviceClasses, ResourceSlices, installed CRDs, the
 platform's queues, which scheduler owns the GPU nodes); `admitted` is what approval let the team hold. Rules and the
-upstream behaviour they follow (docs/manifests.md, "Semantic checks"):
+upstream behaviour they follow (docs/provisioning.md, "Semantic checks"):
 
 - scheduler: every node a pod can land on is owned by the pod's `schedulerName` (default `default-scheduler`).
   Volcano's is `volcano`, KAI's `kai-scheduler` (KAI v0.17.0 `pkg/common/constants/constants.go`); two schedulers
