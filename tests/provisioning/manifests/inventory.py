@@ -88,9 +88,10 @@ _INVENTORIES: dict[str, Inventory] = {}
 
 
 def inventory_for(cluster: ClusterProfile, *, model: str = MODEL, nodes: int = NODES_PER_POOL) -> Inventory:
-    """Built once per distinct pool and backend (the matrix has 120), so the checker's device cache is reused."""
+    """Built once per distinct pool and backend (the matrix has 480), so the checker's device cache is reused."""
     key = repr((cluster.pool, cluster.scheduling_model, cluster.gang_scheduler, cluster.gang_queue,
-                cluster.gang_scheduler_owns_gpu_nodes, model, nodes))  # fmt: skip
+                cluster.gang_scheduler_owns_gpu_nodes, cluster.kubernetes_version, cluster.feature_gates, model,
+                nodes))  # fmt: skip
     if key not in _INVENTORIES:
         _INVENTORIES[key] = build_inventory(cluster, model=model, nodes=nodes)
     return _INVENTORIES[key]
@@ -114,6 +115,8 @@ def build_inventory(cluster: ClusterProfile, *, model: str = MODEL, nodes: int =
         crds=frozenset(crds),
         queues=frozenset({cluster.gang_queue} - {""}),
         cluster_queues=frozenset({cluster.gang_queue or "gpu-portal"}),
+        kubernetes_minor=int(cluster.kubernetes_version.split(".")[1]),
+        feature_gates=frozenset(cluster.feature_gates),
     )
 
 

@@ -186,6 +186,16 @@ def _break_resource_count(objects, inventory, admitted):
     return objects, inventory, admitted
 
 
+def _break_extended_resource_gate(objects, inventory, admitted):
+    # The DRA claim swapped for nvidia.com/gpu limits the gpu.nvidia.com class declares: not served on 1.35.
+    pod = _pod(objects)
+    pod.pop("resourceClaims")
+    pod["containers"][0]["resources"].pop("claims")
+    pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    objects = [o for o in objects if o["kind"] != "ResourceClaimTemplate"]
+    return objects, inventory, admitted
+
+
 def _break_claim_by_name(objects, inventory, admitted):
     template = _kind(objects, "ResourceClaimTemplate")[0]
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": dict(template["metadata"]),
@@ -295,6 +305,8 @@ BREAKAGES = [
      "nvidia.com/mig-1g.10gb is advertised by no node"),
     ("whole_gpu-device_plugin-native-1.36-development-plain", _break_resource_count, "extended-resources",
      "no node it can land on has that many"),
+    ("whole_gpu-dra-native-1.35-development-plain", _break_extended_resource_gate, "extended-resources",
+     "DRAExtendedResource is alpha and off on Kubernetes 1.35"),
     ("whole_gpu-dra-kueue-1.36-training_gang-plain", _break_claim_by_name, "claims", "Kueue admits only pods"),
     ("whole_gpu-dra-native-1.36-inference-plain", _break_claim_template_missing, "claims",
      "neither the set nor a ComputeDomain"),

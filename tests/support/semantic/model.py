@@ -10,6 +10,7 @@ COMPUTE_DOMAIN_CRD = "computedomains.resource.nvidia.com"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 # Resources that are not extended resources (kubernetes pkg/apis/core/helper IsExtendedResourceName).
+EXTENDED_RESOURCE_MINOR = 36  # DRAExtendedResource on by default from here
 STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods", "storage")
 
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -37,6 +38,10 @@ class Inventory:
     crds: frozenset[str] = frozenset()  # "<plural>.<group>" of installed CRDs
     queues: frozenset[str] = frozenset()  # KAI / Volcano queues the platform created (parents)
     cluster_queues: frozenset[str] = frozenset()  # Kueue ClusterQueues the platform created
+    # Kubernetes minor and the gates the platform turned on: DRAExtendedResource (KEP-5004) is alpha and off in
+    # 1.34/1.35, beta and on from 1.36. None: not known, the DeviceClass's extendedResourceName is taken as served.
+    kubernetes_minor: int | None = None
+    feature_gates: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from .base import CheckerBase, PodSet
 from .cel import CelError, selected_devices
-from .model import CHANNEL_DEVICE_CLASS, COMPUTE_DOMAIN_CRD, DEFAULT_SCHEDULER, GPU_PRESENT_LABEL, KUEUE_QUEUE_LABEL, STANDARD_RESOURCES
+from .model import (
+    CHANNEL_DEVICE_CLASS,
+    COMPUTE_DOMAIN_CRD,
+    DEFAULT_SCHEDULER,
+    EXTENDED_RESOURCE_MINOR,
+    GPU_PRESENT_LABEL,
+    KUEUE_QUEUE_LABEL,
+    STANDARD_RESOURCES,
+)
 from .placement import unmet_requirements, node_matches, untolerated
 
 
@@ -82,6 +90,14 @@ class PodRules(CheckerBase):
                 )  # fmt: skip
             return
         classes = [c for c in self.classes.values() if c.get("spec", {}).get("extendedResourceName") == resource]
+        minor, gates = self.inventory.kubernetes_minor, self.inventory.feature_gates
+        if classes and minor is not None and minor < EXTENDED_RESOURCE_MINOR and "DRAExtendedResource" not in gates:
+            self.problem(
+                "extended-resources", pods.workload,
+                f"{resource} is declared only by DeviceClass {classes[-1]['metadata']['name']} (extendedResourceName), "
+                f"but DRAExtendedResource is alpha and off on Kubernetes 1.{minor}: no node advertises it.",
+            )  # fmt: skip
+            return
         if classes:
             request = {"deviceClassName": classes[-1]["metadata"]["name"], "count": amount, "selectors": []}
             self._check_devices(pods, request, placeable, rule="extended-resources")
