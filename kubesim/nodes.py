@@ -25,6 +25,7 @@ _MODEL_LABELS = {
     "A100-80GB": {"family": "ampere", "compute": ("8", "0"), "machine": "DGX-A100"},
     "L40S-48GB": {"family": "ada-lovelace", "compute": ("8", "9"), "machine": "SYS-421GE-TNRT"},
     "B200-180GB": {"family": "blackwell", "compute": ("10", "0"), "machine": "DGX-B200"},
+    "GB200-186GB": {"family": "blackwell", "compute": ("10", "0"), "machine": "GB200-NVL72"},
 }
 
 

@@ -1,24 +1,33 @@
 """Given every combination of workload class, sharing strategy, scheduling model, gang backend, Kubernetes
 version and isolation variant, when the renderer renders it, then every object is schema-valid for that
-version (or the renderer refuses with a clear RenderError where the combination is impossible)."""
+version and semantically valid on the cluster it targets (tests/support/semantic.py: schedulers, node selection,
+taints, resource names, claims, quota, queues, gangs), or the renderer refuses with a clear RenderError where the
+combination is impossible.
+
+One test per family (shape x strategy variant x scheduling model x gang backend: 240), each looping over its
+4 Kubernetes versions x 4 isolation variants and asserting the exact number of objects it validated.
+"""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from provisioning.manifests import ManifestInvalid, RenderError, render_all, validate_objects
+from provisioning.manifests import RenderError, render_all, validate_objects
 from provisioning.manifests.labels import selector_for_request
+from tests.support.semantic import assert_schedulable
 
-from .matrix import cases, expected_object_count
+from .inventory import admitted_for, inventory_for
+from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count
 
 CASES = cases()
-CASE_IDS = [case.id for case in CASES]
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
 # 6 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 4 isolation variants = 3840 cases, of
 # which 6*2*4 (backend none) * 4 versions + 6*2*4 (native on 1.34) = 240 training-gang cases must be refused.
 EXPECTED_CASES = 3840
 EXPECTED_REFUSALS = 240
-# Objects validated, by hand: the 6 strategy variants x 4 isolation variants do not change counts (x24).
+# Objects schema-validated, by hand: the 6 strategy variants x 4 isolation variants do not change counts (x24).
 # Per (backend, version), the three non-gang shapes give 6T + 15 objects over both models (T = team objects:
 # 3 with a queue for volcano/kai/kueue, else 2; +1 ResourceClaim(Template) under DRA): 153 per version, 612.
 # Gang training: volcano 52, kai 52, kueue 44, native 11 (1.35) + 13 (1.36) + 13 (1.37) = 185.
@@ -26,57 +35,78 @@ EXPECTED_REFUSALS = 240
 # default-deny-ingress policy, and the three isolation variants other than "plain" declare an ingress controller,
 # adding its policy (3 x 900). 19128 + 3600 + 2700 = 25428.
 EXPECTED_VALIDATED = 25428
+# Objects a semantic rule examined (every object but Namespaces, NetworkPolicies, Services and PDBs), by hand:
+# per case ResourceQuota 1 + queue Q (1 for volcano/kai/kueue) + claim template D (1 under DRA) + gang objects +
+# the workload 1. Non-gang shapes over both models: 3 x (5 + 2Q) per version: 21 (Q=1, x3 backends) + 15 (x2) =
+# 93, x4 versions = 372. Gang training over both models and versions: volcano 4x(4+5) = 36, kai 36,
+# kueue 4x(3+4) = 28, native (3+4) + 2x(4+5) = 25: 125. (372 + 125) x 24 = 11928.
+EXPECTED_SEMANTIC = 11928
+
+FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
+COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0}
 
 
-@pytest.fixture(scope="module")
-def results():
-    """Render and validate the whole matrix once: case id -> (objects or None, error message or None)."""
-    outcome = {}
-    for case in CASES:
-        try:
-            objects = render_all(case.team, case.request, case.cluster)
-        except RenderError as exc:
-            outcome[case.id] = (None, f"RenderError: {exc}")
-            continue
-        try:
-            validate_objects(objects, case.cluster.kubernetes_version)
-        except ManifestInvalid as exc:
-            outcome[case.id] = (objects, f"ManifestInvalid: {exc}")
-            continue
-        outcome[case.id] = (objects, None)
-    return outcome
+def _family(shape: str, strategy: str, model: str, backend: str) -> list:
+    return [
+        case
+        for case in CASES
+        if case.request.workload_class == shape.split("_")[0]
+        and (case.request.gang is not None) == (shape == "training_gang")
+        and case.id.startswith(f"{strategy}-{model}-{backend}-")
+    ]
+
+
+def expected_semantic_count(case) -> int:
+    """Objects the semantic checker must examine for a case, counted from the rules rather than from the checker."""
+    backend, minor = case.cluster.gang_scheduler, case.cluster.kubernetes_version
+    count = 1 + (1 if backend in ("volcano", "kai", "kueue") else 0)  # ResourceQuota, team queue
+    count += 1 if case.cluster.scheduling_model == "dra" else 0  # ResourceClaimTemplate
+    if case.request.gang:
+        count += {"volcano": 1, "kai": 1, "kueue": 0, "native": 1 if minor == "1.35" else 2}[backend]
+    return count + 1  # the workload
 
 
 def test_matrix_size():
     assert len(CASES) == EXPECTED_CASES
     assert sum(1 for case in CASES if case.error) == EXPECTED_REFUSALS
+    assert len(FAMILIES) == 240
+    # Every case belongs to exactly one family of 16 (4 versions x 4 isolation variants).
+    members = [case.id for family in FAMILIES for case in _family(*family)]
+    assert sorted(members) == sorted(case.id for case in CASES)
+    assert {len(_family(*family)) for family in FAMILIES} == {16}
 
 
-def test_every_object_of_the_matrix_validates_and_count_is_recorded(results):
-    failures = [
-        f"{case.id}: {results[case.id][1]}" for case in CASES if case.error is None and results[case.id][1] is not None
-    ]
-    assert not failures, f"{len(failures)} case(s) failed:\n" + "\n".join(failures[:20])
-    validated = sum(len(results[case.id][0]) for case in CASES if case.error is None)
-    expected = sum(expected_object_count(case) for case in CASES if case.error is None)
-    rendered_cases = EXPECTED_CASES - EXPECTED_REFUSALS
-    print(
-        f"\nrender matrix: {rendered_cases} cases rendered, {EXPECTED_REFUSALS} refused, {validated} objects validated"
-    )
-    assert validated == expected == EXPECTED_VALIDATED
+def test_hand_counts_agree_with_the_rules():
+    rendered = [case for case in CASES if case.error is None]
+    assert sum(expected_object_count(case) for case in rendered) == EXPECTED_VALIDATED
+    assert sum(expected_semantic_count(case) for case in rendered) == EXPECTED_SEMANTIC
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_case(case, results):
-    objects, error = results[case.id]
-    if case.error:
-        assert (
-            error is not None and error.startswith("RenderError") and case.error in error
-        ), f"{case.id}: expected RenderError containing {case.error!r}, got {error!r}"
-        return
-    assert error is None, f"{case.id}: {error}"
-    assert len(objects) == expected_object_count(case), [o["kind"] for o in objects]
-    _check_invariants(case, objects)
+@pytest.mark.parametrize("family", FAMILIES, ids=["-".join(family) for family in FAMILIES])
+def test_family(family):
+    family_cases = _family(*family)
+    validated = semantic = refused = 0
+    for case in family_cases:
+        if case.error:
+            with pytest.raises(RenderError) as refusal:
+                render_all(case.team, case.request, case.cluster)
+            assert case.error in str(refusal.value), f"{case.id}: {refusal.value}"
+            refused += 1
+            continue
+        objects = render_all(case.team, case.request, case.cluster)
+        validate_objects(objects, case.cluster.kubernetes_version)
+        report = assert_schedulable(objects, inventory_for(case.cluster), admitted_for(case.team, case.request))
+        assert len(objects) == expected_object_count(case), (case.id, [o["kind"] for o in objects])
+        assert report.objects_checked == expected_semantic_count(case), (case.id, report.objects_checked)
+        _check_invariants(case, objects)
+        validated += len(objects)
+        semantic += report.objects_checked
+    rendered = [case for case in family_cases if case.error is None]
+    assert validated == sum(expected_object_count(case) for case in rendered)
+    assert semantic == sum(expected_semantic_count(case) for case in rendered)
+    for key, value in (("rendered", len(rendered)), ("refused", refused), ("validated", validated),
+                       ("semantic", semantic)):  # fmt: skip
+        COUNTED[key] += value
 
 
 def _pod_templates(objects):
