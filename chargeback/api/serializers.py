@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from portal.api.fields import CharField
+from portal.api.fields import CharField, IntegerField
 
 from provisioning.choices import Strategy
 
@@ -27,7 +27,7 @@ class ReportQueryInputSerializer(serializers.Serializer):
     cluster = CharField(required=False)
     strategy = serializers.ChoiceField(choices=Strategy.values, required=False)
     gpu_model = CharField(required=False)
-    request = serializers.IntegerField(required=False, min_value=1)
+    request = IntegerField(required=False, min_value=1)
     format = serializers.ChoiceField(choices=["json", "csv"], required=False, default="json")
 
     def validate_group_by(self, value: str) -> list[str]:
@@ -60,7 +60,7 @@ class ReportRowSerializer(serializers.Serializer):
     strategy = CharField(required=False)
     gpu_model = CharField(required=False)
     mig_profile = CharField(required=False)
-    request = serializers.IntegerField(required=False)
+    request = IntegerField(required=False)
     request_name = CharField(required=False)
     month = CharField(required=False, help_text="YYYY-MM")
     day = CharField(required=False, help_text="YYYY-MM-DD")

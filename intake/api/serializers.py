@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.fields import CharField
+from portal.api.fields import CharField, IntegerField
 from rest_framework.fields import empty
 
 from portal.models import Team, slug_validator
@@ -27,7 +27,7 @@ def _field_for(question: Question) -> serializers.Field:
     if question.kind == "choice":
         return serializers.ChoiceField(choices=[o.value for o in question.options], **common)
     if question.kind == "integer":
-        return serializers.IntegerField(min_value=question.minimum, max_value=question.maximum, **common)
+        return IntegerField(min_value=question.minimum, max_value=question.maximum, **common)
     if question.kind == "number":
         return serializers.FloatField(min_value=question.minimum, max_value=question.maximum, **common)
     if question.kind == "image":
@@ -69,7 +69,7 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class GangSerializer(serializers.Serializer):
-    min_members = serializers.IntegerField()
+    min_members = IntegerField()
     backend = CharField()
 
 
@@ -81,8 +81,8 @@ class MultiNodeSerializer(serializers.Serializer):
 
 
 class DriverSerializer(serializers.Serializer):
-    min_major = serializers.IntegerField()
-    branch = serializers.IntegerField(allow_null=True, default=None,
+    min_major = IntegerField()
+    branch = IntegerField(allow_null=True, default=None,
                                       help_text="the driver release branch a rule keeps the class on, e.g. 580")
 
 
@@ -97,8 +97,8 @@ class DecisionSerializer(serializers.Serializer):
     gpu_model = CharField()
     gpu_product = CharField()
     mig_profile = CharField(allow_null=True)
-    gpus_per_replica = serializers.IntegerField()
-    replicas = serializers.IntegerField()
+    gpus_per_replica = IntegerField()
+    replicas = IntegerField()
     memory_isolation = serializers.ChoiceField(choices=MemoryIsolation.values)
     memory_limit_gb = serializers.FloatField(
         allow_null=True, required=False, help_text="per-client device memory limit (MPS only); null otherwise")
@@ -109,7 +109,7 @@ class DecisionSerializer(serializers.Serializer):
     cluster = CharField()
     node_pool = CharField()
     scheduling_model = CharField()
-    policy_version = serializers.IntegerField()
+    policy_version = IntegerField()
     rule = CharField(allow_null=True, help_text="the route rule that decided; null = platform default")
     guardrails = serializers.ListField(child=CharField())
     auto_approve = serializers.BooleanField()
@@ -188,7 +188,7 @@ class ProvisioningJobSerializer(serializers.Serializer):
     kind = CharField()
     cluster = CharField(source="cluster.name")
     status = CharField()
-    attempts = serializers.IntegerField()
+    attempts = IntegerField()
     message = CharField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -209,8 +209,8 @@ class GangStallSerializer(serializers.Serializer):
     detected_at = serializers.DateTimeField(help_text="when the portal declared the request stalled")
     ended_at = serializers.DateTimeField(allow_null=True)
     end_reason = CharField(help_text="recovered, completed, failed, released, cancelled; empty while open")
-    running_pods = serializers.IntegerField()
-    pending_pods = serializers.IntegerField()
+    running_pods = IntegerField()
+    pending_pods = IntegerField()
     gpu_equivalents_running = serializers.DecimalField(max_digits=12, decimal_places=6)
     burnt_gpu_equivalent_seconds = serializers.SerializerMethodField(
         help_text="GPU-equivalents of the running pods x stalled time, exact; up to now while the stall is open"
@@ -302,7 +302,7 @@ class RequestListSerializer(serializers.Serializer):
     """A request as a list shows it; the whole record is at its detail URL. With `?expand=decision` the list
     carries each decision too (the view passes `expand_decision`); otherwise the field is left out, not null."""
 
-    id = serializers.IntegerField(read_only=True)
+    id = IntegerField(read_only=True)
     name = CharField(read_only=True)
     team = CharField(source="team.slug", read_only=True)
     status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
@@ -357,7 +357,7 @@ class PolicyVersionSerializer(serializers.ModelSerializer):
 
 
 class DecisionChangeSerializer(serializers.Serializer):
-    request = serializers.IntegerField()
+    request = IntegerField()
     team = CharField()
     name = CharField()
     workload_class = CharField()
@@ -367,16 +367,16 @@ class DecisionChangeSerializer(serializers.Serializer):
 
 
 class ClassCountSerializer(serializers.Serializer):
-    evaluated = serializers.IntegerField()
-    changed = serializers.IntegerField()
+    evaluated = IntegerField()
+    changed = IntegerField()
 
 
 class PolicyDiffSerializer(serializers.Serializer):
-    version = serializers.IntegerField()
-    baseline_version = serializers.IntegerField(allow_null=True)
-    days = serializers.IntegerField()
-    evaluated = serializers.IntegerField()
-    changed_count = serializers.IntegerField()
+    version = IntegerField()
+    baseline_version = IntegerField(allow_null=True)
+    days = IntegerField()
+    evaluated = IntegerField()
+    changed_count = IntegerField()
     by_workload_class = serializers.DictField(child=ClassCountSerializer())
     rules_changed = serializers.ListField(child=serializers.DictField())
     changed = DecisionChangeSerializer(many=True)
@@ -384,9 +384,9 @@ class PolicyDiffSerializer(serializers.Serializer):
 
 
 class PolicyDiffQuerySerializer(serializers.Serializer):
-    days = serializers.IntegerField(min_value=1, max_value=365, default=30)
+    days = IntegerField(min_value=1, max_value=365, default=30)
 
 
 class PolicySignOffInputSerializer(serializers.Serializer):
     digest = CharField(max_length=64, help_text="the digest of the diff you reviewed")
-    days = serializers.IntegerField(min_value=1, max_value=365, default=30)
+    days = IntegerField(min_value=1, max_value=365, default=30)

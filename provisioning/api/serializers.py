@@ -2,7 +2,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.fields import CharField
+from portal.api.fields import CharField, IntegerField
 
 from .. import selectors
 from ..choices import CredentialSource
@@ -155,7 +155,7 @@ class ProjectionSerializer(serializers.Serializer):
     expected_hours = serializers.FloatField(allow_null=True)
     gpu_equivalents = serializers.FloatField()
     gpu_hours = serializers.FloatField(allow_null=True, help_text="gpu_equivalents x expected_hours")
-    devices = serializers.IntegerField(help_text="GPUs, slices or shares: gpus_per_replica x replicas")
+    devices = IntegerField(help_text="GPUs, slices or shares: gpus_per_replica x replicas")
     device_hours = serializers.FloatField(allow_null=True)
     note = CharField()
 
@@ -173,20 +173,20 @@ class QuotaSerializer(serializers.Serializer):
 
 class FitDemandSerializer(serializers.Serializer):
     resource = CharField()
-    per_pod = serializers.IntegerField()
-    pods = serializers.IntegerField()
+    per_pod = IntegerField()
+    pods = IntegerField()
     gang = serializers.BooleanField()
     gpu_model = CharField()
-    min_driver_major = serializers.IntegerField(allow_null=True)
+    min_driver_major = IntegerField(allow_null=True)
 
 
 class PlacementSerializer(serializers.Serializer):
     node = CharField()
-    pods = serializers.IntegerField()
+    pods = IntegerField()
 
 
 class MustFinishSerializer(serializers.Serializer):
-    request_id = serializers.IntegerField(allow_null=True)
+    request_id = IntegerField(allow_null=True)
     team = CharField()
     label = CharField()
     expected_end = serializers.DateTimeField(allow_null=True)
@@ -206,7 +206,7 @@ class FitSerializer(serializers.Serializer):
     cluster = CharField()
     node_pool = CharField()
     demand = FitDemandSerializer(allow_null=True)
-    pods_fitting_now = serializers.IntegerField()
+    pods_fitting_now = IntegerField()
     placement = PlacementSerializer(many=True)
     must_finish = MustFinishSerializer(many=True)
     excluded_nodes = ExcludedNodeSerializer(many=True)
@@ -222,14 +222,14 @@ class UpgradeImpactInputSerializer(serializers.Serializer):
 
 
 class AffectedRequestSerializer(serializers.Serializer):
-    request_id = serializers.IntegerField()
+    request_id = IntegerField()
     name = CharField()
     status = CharField()
     team = CharField()
     cost_center = CharField()
     requested_by = CharField()
     requested_by_email = CharField()
-    min_driver_major = serializers.IntegerField(allow_null=True)
+    min_driver_major = IntegerField(allow_null=True)
     strategy = CharField()
     reason = CharField()
 
@@ -238,9 +238,9 @@ class UpgradeImpactSerializer(serializers.Serializer):
     cluster = CharField()
     pool = CharField()
     driver_version = CharField()
-    driver_major = serializers.IntegerField()
+    driver_major = IntegerField()
     current_driver_versions = serializers.ListField(child=CharField())
-    requests_checked = serializers.IntegerField()
+    requests_checked = IntegerField()
     affected = AffectedRequestSerializer(many=True)
 
 
@@ -302,13 +302,13 @@ class WaitBlockerSerializer(serializers.Serializer):
 
 class QueuePositionSerializer(serializers.Serializer):
     local_queue = CharField()
-    pending_in_local_queue = serializers.IntegerField()
-    position_in_local_queue = serializers.IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
-    position_in_cluster_queue = serializers.IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
+    pending_in_local_queue = IntegerField()
+    position_in_local_queue = IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
+    position_in_cluster_queue = IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
 
 
 class WaitSerializer(serializers.Serializer):
-    request_id = serializers.IntegerField()
+    request_id = IntegerField()
     status = CharField()
     waiting = serializers.BooleanField(help_text="approved, provisioning or stalled: not (fully) running")
     checked_at = serializers.DateTimeField(allow_null=True, help_text="when the cluster was last read")
@@ -320,5 +320,5 @@ class WaitSerializer(serializers.Serializer):
     estimate_basis = CharField(help_text="what the estimate was computed from, or why there is none")
     first_estimate = serializers.DateTimeField(allow_null=True)
     actual_start = serializers.DateTimeField(allow_null=True)
-    error_seconds = serializers.IntegerField(allow_null=True, help_text="actual start minus the first estimate")
+    error_seconds = IntegerField(allow_null=True, help_text="actual start minus the first estimate")
     read_error = CharField(help_text="why the cluster could not be read at the last check")

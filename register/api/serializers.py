@@ -3,23 +3,23 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.api.fields import CharField
+from portal.api.fields import CharField, IntegerField
 
 from ..choices import Section, Verdict
 from ..selectors import DEFAULT_DAYS, MAX_DAYS
 
 
 class RegisterQueryInputSerializer(serializers.Serializer):
-    days = serializers.IntegerField(min_value=1, max_value=MAX_DAYS, default=DEFAULT_DAYS, required=False,
+    days = IntegerField(min_value=1, max_value=MAX_DAYS, default=DEFAULT_DAYS, required=False,
                                     help_text="the look-back window for request counts, stalls and GPU-hours")
     format = serializers.ChoiceField(choices=["json", "md"], required=False,
                                      help_text="md: the register as a Markdown document")
 
 
 class VerdictCountsSerializer(serializers.Serializer):
-    decided = serializers.IntegerField()
-    inherited = serializers.IntegerField()
-    conflict = serializers.IntegerField()
+    decided = IntegerField()
+    inherited = IntegerField()
+    conflict = IntegerField()
 
 
 class RegisterItemSerializer(serializers.Serializer):
@@ -48,7 +48,7 @@ class RegisterSectionSerializer(serializers.Serializer):
 
 
 class RegisterWindowSerializer(serializers.Serializer):
-    days = serializers.IntegerField()
+    days = IntegerField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
 
@@ -56,6 +56,6 @@ class RegisterWindowSerializer(serializers.Serializer):
 class RegisterSerializer(serializers.Serializer):
     generated_at = serializers.DateTimeField()
     window = RegisterWindowSerializer()
-    policy_version = serializers.IntegerField(allow_null=True, help_text="the policy version in force")
+    policy_version = IntegerField(allow_null=True, help_text="the policy version in force")
     counts = VerdictCountsSerializer()
     sections = RegisterSectionSerializer(many=True)

@@ -67,6 +67,10 @@ def test_the_markdown_export(api, inventory, platform_user):
     ({"days": "0"}, "days", "Ensure this value is greater than or equal to 1."),
     ({"days": "366"}, "days", "Ensure this value is less than or equal to 365."),
     ({"days": "a week"}, "days", "A valid integer is required."),
+    # Not integers in the schema's sense, though DRF's own field would take them (found by the API fuzzer).
+    ({"days": "30.0"}, "days", "A valid integer is required."),
+    ({"days": " 7"}, "days", "A valid integer is required."),
+    ({"days": "０７"}, "days", "A valid integer is required."),
 ])  # fmt: skip
 def test_bad_input_is_a_400_naming_the_field(api, inventory, platform_user, query, field, message):
     response = api(platform_user).get(URL, query)
