@@ -20,6 +20,7 @@ from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
+from .leases import lease_start
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers
@@ -227,7 +228,10 @@ def request_transition(
     _check_edge(gpu_request, to_status)
     gpu_request.status = to_status
     gpu_request.status_changed_at = timezone.now()
-    gpu_request.save(update_fields=["status", "status_changed_at", "updated_at"])
+    fields = ["status", "status_changed_at", "updated_at"]
+    if to_status == RequestStatus.APPROVED and lease_start(gpu_request, now=gpu_request.status_changed_at):
+        fields.append("lease_expires_at")
+    gpu_request.save(update_fields=fields)
     events.event_transition(
         request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment, reason=reason
     )
