@@ -20,6 +20,7 @@ from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
+from .extensions import decision_gated
 from .leases import lease_start
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
@@ -77,6 +78,7 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
     if team is not None:
         decision = auto_approval_team_gate(team=team, decision=decision)
+        decision = decision_gated(team=team, decision=decision, answers=answers.values)
     return Evaluation(answers=answers, decision=decision, policy_version=version)
 
 

@@ -92,6 +92,28 @@ class LeaseSerializer(serializers.Serializer):
     rule = CharField(allow_null=True, help_text="the rule that set the lease's terms; null: only the answer")
 
 
+class BudgetImpactSerializer(serializers.Serializer):
+    budget = serializers.IntegerField()
+    team = CharField()
+    cost_center = CharField()
+    month = CharField(help_text="YYYY-MM")
+    mode = serializers.ChoiceField(choices=["notify", "require_review"])
+    currency = CharField()
+    budget_gpu_hours = CharField(allow_null=True)
+    budget_amount = CharField(allow_null=True)
+    spent_gpu_hours = CharField()
+    spent_cost = CharField()
+    committed_gpu_hours = CharField()
+    committed_cost = CharField()
+    pending_gpu_hours = CharField()
+    pending_cost = CharField()
+    forecast_gpu_hours = CharField()
+    forecast_cost = CharField()
+    forecast_percent = serializers.IntegerField()
+    over = serializers.BooleanField()
+    words = CharField()
+
+
 class AutoApproveLimitsSerializer(serializers.Serializer):
     per_request = serializers.FloatField(required=False, help_text="GPU equivalents a request")
     per_team = serializers.FloatField(required=False, help_text="GPU equivalents a team holds at once under the rule")
@@ -113,6 +135,9 @@ class DecisionSerializer(serializers.Serializer):
     multi_node = MultiNodeSerializer(allow_null=True, default=None)
     driver = DriverSerializer(allow_null=True)
     lease = LeaseSerializer(allow_null=True, default=None, help_text="the grant's lease; null: none")
+    budget = BudgetImpactSerializer(allow_null=True, default=None,
+                                    help_text="the team's budget forecast this month with this request approved too "
+                                              "(at the time of the decision); null: no budget")
     cluster = CharField()
     node_pool = CharField()
     scheduling_model = CharField()
