@@ -187,7 +187,8 @@ SPECTACULAR_SETTINGS = {
     "SERVERS": [{"url": "/", "description": "the portal serving this schema"}],
     # faults: a request's `status` and `expected_status` are one choice set, under one name.
     "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus",
-                            "CredentialSourceEnum": "provisioning.choices.CredentialSource"},
+                            "CredentialSourceEnum": "provisioning.choices.CredentialSource",
+                            "BudgetModeEnum": "chargeback.choices.BudgetMode"},
 }
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
