@@ -13,8 +13,10 @@ from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from portal.errors import DomainError
 from portal.roles import is_finance, is_platform
 
-from . import services
-from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from . import budget_services, services
+from .budget_services import BUDGET_FIELDS, budget_check
+from .budgets import budget_forecast
+from .models import Adjustment, Budget, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 from .periods import month_start
 
 
@@ -127,3 +129,55 @@ class ClosedPeriodAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
                    "title": "Close a month", "closable": closable}
         return TemplateResponse(request, "admin/chargeback/closedperiod/close.html", context)
+
+
+class BudgetForm(forms.ModelForm):
+    class Meta:
+        model = Budget
+        fields = list(BUDGET_FIELDS)
+
+    def clean(self):
+        data = super().clean()
+        try:
+            budget_check(gpu_hours=data.get("gpu_hours"), amount=data.get("amount"),
+                         thresholds=list(data.get("thresholds") or []))
+        except DomainError as exc:
+            raise ValidationError({exc.field: exc.message} if exc.field in self.fields else exc.message) from None
+        return data
+
+
+@admin.register(Budget)
+class BudgetAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """Budgets per team (or cost centre) and month: the platform team sets them, finance reads them; the list
+    shows this month's forecast against each."""
+
+    finance_can_view = True
+    form = BudgetForm
+    list_display = ["team", "cost_center", "month", "gpu_hours", "amount", "currency", "mode", "thresholds_shown",
+                    "forecast"]
+    list_filter = ["mode", "month", "currency"]
+    search_fields = ["team__slug", "cost_center", "note"]
+    list_select_related = ["team"]
+
+    @admin.display(description="thresholds")
+    def thresholds_shown(self, obj):
+        return ", ".join(f"{t}%" for t in obj.thresholds)
+
+    @admin.display(description="forecast")
+    def forecast(self, obj):
+        forecast = budget_forecast(budget=obj)
+        return f"{forecast.forecast_percent}%: {forecast.words()}"
+
+    def save_model(self, request, obj, form, change):
+        fields = {name: form.cleaned_data[name] for name in BUDGET_FIELDS}
+        if change:
+            budget_services.budget_update(user=request.user, budget=obj, **fields)
+        else:
+            obj.pk = budget_services.budget_create(user=request.user, **fields).pk
+
+    def delete_model(self, request, obj):
+        budget_services.budget_delete(user=request.user, budget=obj)
+
+    def delete_queryset(self, request, queryset):
+        for budget in queryset:
+            budget_services.budget_delete(user=request.user, budget=budget)

@@ -11,3 +11,10 @@ class ChargebackConfig(AppConfig):
         from .metrics import COLLECTORS
 
         register_all(COLLECTORS)
+
+        from intake.extensions import register_decision_gate, register_review_section
+
+        from .budget_hooks import budget_gate, budget_review_section
+
+        register_decision_gate(budget_gate)
+        register_review_section(budget_review_section)

@@ -51,3 +51,13 @@ class Flag(models.TextChoices):
 
 # Report dimensions, in the order they appear as CSV columns.
 GROUP_BY_CHOICES = ("team", "cost_center", "cluster", "strategy", "gpu_model", "mig_profile", "request", "month", "day")
+
+
+class BudgetMode(models.TextChoices):
+    """What a budget does when a request would take the forecast past it."""
+
+    NOTIFY = "notify", "Notify only"
+    REQUIRE_REVIEW = "require_review", "Over-budget requests go to review"
+
+
+DEFAULT_BUDGET_THRESHOLDS = [80, 100]

@@ -19,7 +19,7 @@ from django.db.models.functions import Cast
 from portal.models import Team
 from provisioning.choices import Strategy
 
-from .choices import Category, CollectionStatus, EndSource
+from .choices import DEFAULT_BUDGET_THRESHOLDS, BudgetMode, Category, CollectionStatus, EndSource
 
 currency_validator = RegexValidator(r"^[A-Z]{3}$", "An ISO 4217 currency code such as EUR or USD.")
 
@@ -297,3 +297,44 @@ class ClosedLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day:%Y-%m-%d} {self.gpu_model} {self.category} {self.cost}"
+
+
+def _default_thresholds() -> list[int]:
+    return list(DEFAULT_BUDGET_THRESHOLDS)
+
+
+class Budget(models.Model):
+    """A team's (or one of its cost centres') spending limit for one calendar month (UTC), in GPU-equivalent-hours
+    and/or money; the forecast is held against it (chargeback.budgets), and each threshold crossed is notified once."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="budgets")
+    cost_center = models.CharField(max_length=64, blank=True, help_text="empty: the whole team")
+    month = models.DateField(help_text="the first day of the month the budget is for")
+    gpu_hours = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True,
+                                    validators=[MinValueValidator(0)], help_text="GPU-equivalent-hours; empty: no limit")
+    amount = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True,
+                                 validators=[MinValueValidator(0)], help_text="money; empty: no limit")
+    currency = models.CharField(max_length=3, validators=[currency_validator], default="EUR")
+    thresholds = ArrayField(models.PositiveSmallIntegerField(), default=_default_thresholds,
+                            help_text="percentages of the budget notified once each, e.g. 80,100")
+    mode = models.CharField(max_length=20, choices=BudgetMode.choices, default=BudgetMode.NOTIFY)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-month", "team__slug", "cost_center"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "cost_center", "month"],
+                                    name="%(app_label)s_%(class)s_unique_team_cost_center_month"),
+            models.CheckConstraint(condition=Q(gpu_hours__isnull=False) | Q(amount__isnull=False),
+                                   name="%(app_label)s_%(class)s_has_a_limit"),
+            models.CheckConstraint(condition=Q(month__day=1), name="%(app_label)s_%(class)s_month_start"),
+        ]
+
+    def __str__(self) -> str:
+        where = f"{self.team.slug}/{self.cost_center}" if self.cost_center else self.team.slug
+        return f"{where} {self.month:%Y-%m}"

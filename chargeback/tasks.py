@@ -11,3 +11,14 @@ def usage_collect(cluster_name: str | None = None) -> list[int]:
     """One collection pass (beat runs it every CHARGEBACK_COLLECT_SECONDS); returns the collection row ids.
     Read failures are recorded on the rows, and the next pass reads again: no retry here."""
     return [collection.pk for collection in services.usage_collect(cluster_name=cluster_name)]
+
+
+@shared_task(name="chargeback.budget_thresholds_notify")
+def budget_thresholds_notify() -> list[list[int]]:
+    """Beat: notify each budget threshold crossed this month, once (chargeback.budget_services); idempotent."""
+    from portal.notices import notices_redispatch
+
+    from .budget_services import budget_thresholds_notify as notify
+
+    notices_redispatch()  # notices whose message a broker outage lost
+    return [list(pair) for pair in notify()]

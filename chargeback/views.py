@@ -10,8 +10,11 @@ from django.urls import reverse
 
 from portal.selectors import team_list_visible
 
+from django.utils import timezone
+
 from . import selectors
-from .charts import stacked_bars
+from .budgets import budget_forecast, budget_list, month_bounds
+from .charts import burn_down, stacked_bars
 from .exporters import ROUNDING_NOTES
 from .forms import GROUP_BY_LABELS, ReportForm
 
@@ -30,6 +33,29 @@ def _chart(user, *, start, end, filters=None):
     rows = selectors.report_rows(user=user, start=start, end=end, group_by=["team", "strategy"], filters=filters)
     return stacked_bars((r["team"], r["strategy"], r["gpu_equivalent_hours"]) for r in rows
                         if r["category"] in ("usage", "waste"))
+
+
+def _budget_charts(user, *, team=None) -> list[dict]:
+    """This month's budgets the user sees (of one team, on its page), each with its forecast and burn-down."""
+    now = timezone.now()
+    budgets = budget_list(user=user, month=now.date())
+    if team is not None:
+        budgets = budgets.filter(team=team)
+    items = []
+    for budget in budgets:
+        forecast = budget_forecast(budget=budget, now=now)
+        start, end = month_bounds(budget.month)
+        money = budget.amount is not None
+        chart = burn_down(
+            month_start_at=start, month_end_at=end, now=now,
+            daily=[(day, cost if money else hours) for day, hours, cost in forecast.daily],
+            budget=budget.amount if money else budget.gpu_hours,
+            forecast=forecast.forecast_cost if money else forecast.forecast_hours,
+            unit=budget.currency if money else "GPU-equivalent hours")
+        where = budget.team.slug + (f" / {budget.cost_center}" if budget.cost_center else "")
+        items.append({"budget": budget, "forecast": forecast, "chart": chart,
+                      "title": f"{where}, {budget.month:%B %Y} budget"})
+    return items
 
 
 def _table(columns, rows):
@@ -53,7 +79,7 @@ def report(request):
             chart=_chart(request.user, start=period["start"], end=period["end"]),
             csv_url=_csv_url(**period),
             has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
-            rounding_notes=ROUNDING_NOTES,
+            rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
         )
     return render(request, "chargeback/report.html", context)
@@ -74,6 +100,7 @@ def team_report(request, slug):
             period=period, rows=rows,
             chart=_chart(request.user, start=period["start"], end=period["end"], filters=filters),
             csv_url=_csv_url(team=team.slug, **period), rounding_notes=ROUNDING_NOTES,
+            budgets=_budget_charts(request.user, team=team),
             back_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
         )
     return render(request, "chargeback/team_report.html", context)

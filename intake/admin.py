@@ -16,6 +16,7 @@ from portal.errors import DomainError
 from . import services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
+from .extensions import REVIEW_SECTIONS
 from .selectors import policy_version_review, request_answer_rows, request_summary
 
 
@@ -101,6 +102,10 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
         sections.append({"title": "Capacity: does it fit?",
                          "html": render_to_string("admin/provisioning/_fit.html", {"fit": fit})})
         # --- end live ---
+        for section in REVIEW_SECTIONS:  # budgets (chargeback) and any later feature
+            extra = section(gpu_request=gpu_request)
+            if extra:
+                sections.append(extra)
         return sections
 
     def _decide(self, request, pk, service, verb):

@@ -37,6 +37,7 @@ class Answers:
     min_driver_major: int | None = None
     command: tuple[str, ...] = ()
     expected_hours: float | None = None
+    lease_hours: float | None = None
     defaulted: frozenset[str] = frozenset()
 
     @classmethod
@@ -547,6 +548,8 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         if key in answers.defaulted:
             reasons.add(key, f"{words} = {answers.get(key)}: you did not say, so the questionnaire default applies.")
 
+    lease = lease_decision(answers, route, [g for g in policy.guardrails() if g.matches(answers)], reasons)
+
     equivalents_per_replica = _equivalents(strategy, chosen, inventory, answers.gpus_per_replica)
     approval = auto_approval(route, strategy=strategy, fallback_from=fallback_from,
                              gpu_equivalents=equivalents_per_replica * answers.replicas)
@@ -566,6 +569,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
         "gang": gang,
         "multi_node": multi_node,
         "driver": driver_decided,
+        "lease": lease,
         "cluster": cluster.name,
         "node_pool": pool.name,
         "scheduling_model": scheduling_model,
@@ -582,6 +586,40 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     }
     decision["summary"] = summarise(decision, answers)
     return decision
+
+
+def _hours_words(hours: float) -> str:
+    if hours % 24 == 0:
+        return plural(int(hours // 24), "day")
+    return plural(int(hours), "hour") if float(hours).is_integer() else f"{hours:g} hours"
+
+
+def lease_decision(answers: Answers, route: RuleSpec | None, guardrails: list[RuleSpec], reasons: _Reasons) -> dict | None:
+    """How long the grant lasts: the engineer's `lease_hours` within the policy's maximum, else the policy's
+    default for the class (a guardrail's wins over the route's). No rule and no answer: no lease."""
+    ruling = next((g for g in reversed(guardrails) if "lease" in g.outcome), None)
+    if ruling is None and route and "lease" in route.outcome:
+        ruling = route
+    terms = ruling.outcome["lease"] if ruling else {}
+    maximum = terms.get("max_hours")
+    if answers.lease_hours is not None:
+        hours = float(answers.lease_hours)
+        if maximum is not None and hours > maximum:
+            raise PlacementImpossible(
+                f"A lease of {_hours_words(hours)} is longer than the {_hours_words(maximum)} rule {ruling.key} "
+                f"allows for {answers.workload_class} work. Ask for {_hours_words(maximum)} or less; you can "
+                "extend it later.", field="lease_hours")
+        cap = f" (rule {ruling.key} allows at most {_hours_words(maximum)})" if maximum is not None else ""
+        reasons.add("lease", f"The grant lasts {_hours_words(hours)} from approval, then it is taken down: you "
+                             f"asked for this{cap}.", source="answer")
+    elif ruling:
+        hours = float(terms["default_hours"])
+        reasons.add("lease", f"The grant lasts {_hours_words(hours)} from approval, then it is taken down unless you "
+                             f"extend it: {ruling.rationale}", ruling)
+    else:
+        return None
+    return {"hours": hours, "max_hours": float(maximum) if maximum is not None else None,
+            "rule": ruling.key if ruling else None}
 
 
 @dataclass(frozen=True)

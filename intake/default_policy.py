@@ -57,4 +57,13 @@ DEFAULT_RULES = [
         "outcome": {"fabric_isolation": "tenant_exclusive"},
         "rationale": "regulated multi-tenant work must not share an NVLink fabric with other tenants.",
     },
+    {
+        "key": "development-lease",
+        "kind": "guardrail",
+        "position": 120,
+        "match": {"workload_class": ["development"]},
+        "outcome": {"lease": {"default_hours": 168, "max_hours": 168}},
+        "rationale": "a development share forgotten after the work is done still bills; it lasts a week at a time "
+        "unless its owner extends it.",
+    },
 ]

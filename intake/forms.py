@@ -36,6 +36,10 @@ class CancelForm(forms.Form):
     )
 
 
+class LeaseExtendForm(forms.Form):
+    hours = forms.FloatField(min_value=0.01, max_value=8760, label="Hours to add")
+
+
 class RequestForm(forms.Form):
     team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
     name = forms.CharField(max_length=63, validators=[slug_validator],

@@ -108,6 +108,11 @@ class GpuRequest(models.Model):
         help_text="set by status reconciliation while the cluster shows no pod of this request",
     )  # fmt: skip
     # --- end status reconciliation ---
+    # --- leases: set at approval from the decision's lease, moved by extensions ---
+    lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True,
+                                            help_text="when the grant is taken down; empty: no lease")
+    lease_reminded_at = models.DateTimeField(null=True, blank=True, editable=False,
+                                             help_text="when the reminder for the current expiry went out")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -7,11 +7,15 @@ from provisioning.vocabulary import STRATEGIES
 from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 
 ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "auto_approve_limits", "fabric_isolation",
-                      "gpu_models", "driver"}
+                      "gpu_models", "driver", "lease"}
 # What a rule that approves automatically may cap: GPU equivalents per request and held by a team at once under the
 # rule, and whether a team with no quota on the strategy is approved without review (never, unless said).
 AUTO_APPROVE_LIMIT_KEYS = {"per_request", "per_team", "without_quota"}
-GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation", "driver"}
+GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation", "driver", "lease"}
+# A lease on the grant: how long it lasts unless the engineer asks otherwise, and the longest it may be (also the
+# most time left an extension can reach), in hours.
+LEASE_KEYS = {"default_hours", "max_hours"}
+LEASE_MAX_HOURS = 8760
 # A driver requirement: a floor (major version) and/or the release branch the class is kept on, e.g. 580.
 DRIVER_KEYS = {"min_major", "branch"}
 FABRIC_VALUES = ("shared", "tenant_exclusive")
@@ -55,12 +59,17 @@ def rule_validation_errors(*, kind: str, match, outcome) -> dict[str, list[str]]
             errors.setdefault("outcome", []).append(f"forbid_strategies must be a list drawn from {list(STRATEGIES)}.")
         if "replace_with" in outcome and (outcome["replace_with"] not in STRATEGIES or outcome["replace_with"] in forbid):
             errors.setdefault("outcome", []).append("replace_with must be a strategy that is not forbidden.")
-        if not forbid and "fabric_isolation" not in outcome and "driver" not in outcome:
-            errors.setdefault("outcome", []).append("A guardrail forbids strategies, sets fabric_isolation or a driver.")
+        if not forbid and not {"fabric_isolation", "driver", "lease"} & set(outcome):
+            errors.setdefault("outcome", []).append(
+                "A guardrail forbids strategies, sets fabric_isolation, a driver or a lease.")
     if "driver" in outcome:
         errors_driver = _driver_errors(outcome["driver"])
         if errors_driver:
             errors.setdefault("outcome", []).extend(errors_driver)
+    if "lease" in outcome:
+        errors_lease = _lease_errors(outcome["lease"])
+        if errors_lease:
+            errors.setdefault("outcome", []).extend(errors_lease)
     if "fabric_isolation" in outcome and outcome["fabric_isolation"] not in FABRIC_VALUES:
         errors.setdefault("outcome", []).append(f"fabric_isolation must be one of {list(FABRIC_VALUES)}.")
     return errors
@@ -93,3 +102,14 @@ def _driver_errors(driver) -> list[str]:
     return [f"driver.{key} must be a driver major version between 400 and 999."
             for key, value in sorted(driver.items())
             if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 999]
+
+
+def _lease_errors(lease) -> list[str]:
+    if not isinstance(lease, dict) or "default_hours" not in lease or set(lease) - LEASE_KEYS:
+        return ["lease must be an object with default_hours and optionally max_hours (hours, e.g. 168 for 7 days)."]
+    errors = [f"lease.{key} must be a number of hours above 0 (at most {LEASE_MAX_HOURS})."
+              for key, value in sorted(lease.items())
+              if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LEASE_MAX_HOURS]
+    if not errors and lease.get("max_hours", lease["default_hours"]) < lease["default_hours"]:
+        errors.append("lease.max_hours must be at least lease.default_hours.")
+    return errors

@@ -163,6 +163,19 @@ QUESTIONS: tuple[Question, ...] = (
         section="runtime",
         unit="hours",
     ),
+    Question(
+        key="lease_hours",
+        label="Lease",
+        help="How long the grant lasts, in hours, before the portal takes it down; empty for the policy's default "
+             "for this workload class. You can extend it later, up to the policy's maximum.",
+        kind="number",
+        required=False,
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=8760,
+        section="runtime",
+        unit="hours",
+    ),
 )
 
 QUESTIONS_BY_KEY: dict[str, Question] = {q.key: q for q in QUESTIONS}

@@ -16,7 +16,7 @@ from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
 # What a person may do to a request: the page's buttons, the admin's actions and the services' checks read these.
-APPROVE, REJECT, CANCEL = "approve", "reject", "cancel"
+APPROVE, REJECT, CANCEL, EXTEND = "approve", "reject", "cancel", "extend"
 
 
 def may_cancel(*, user, gpu_request: GpuRequest) -> bool:
@@ -34,6 +34,12 @@ def may_approve(*, user, gpu_request: GpuRequest) -> bool:
     return may_decide(user=user, gpu_request=gpu_request) and gpu_request.requested_by_id != user.pk
 
 
+def may_extend_lease(*, user, gpu_request: GpuRequest) -> bool:
+    """The engineer who asked extends a running lease (within the policy's maximum, intake.leases)."""
+    return (gpu_request.requested_by_id == user.pk and gpu_request.lease_expires_at is not None
+            and gpu_request.status not in REQUEST_TERMINAL)
+
+
 def request_actions(*, user, gpu_request: GpuRequest) -> frozenset[str]:
     """The actions `user` may take on `gpu_request` now."""
     actions = set()
@@ -43,6 +49,8 @@ def request_actions(*, user, gpu_request: GpuRequest) -> frozenset[str]:
         actions.add(REJECT)
     if may_cancel(user=user, gpu_request=gpu_request):
         actions.add(CANCEL)
+    if may_extend_lease(user=user, gpu_request=gpu_request):
+        actions.add(EXTEND)
     return frozenset(actions)
 
 

@@ -20,6 +20,8 @@ from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
+from .extensions import decision_gated
+from .leases import lease_start
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers
@@ -76,6 +78,7 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
     if team is not None:
         decision = auto_approval_team_gate(team=team, decision=decision)
+        decision = decision_gated(team=team, decision=decision, answers=answers.values)
     return Evaluation(answers=answers, decision=decision, policy_version=version)
 
 
@@ -169,6 +172,8 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         # Under the team's lock, so two submissions cannot both fit under the rule's per-team cap.
         _lock_team_quota(team.pk)
         decision = auto_approval_team_gate(team=team, decision=decision)
+    # Later features' say (a budget's forecast); an automatic approval is decided under the team's lock taken above.
+    decision = decision_gated(team=team, decision=decision, answers=evaluation.answers.values)
     # No savepoint of its own (two round trips fewer): the IntegrityError is turned into an exception that leaves
     # this function's atomic block, which rolls the whole submission back.
     try:
@@ -227,7 +232,10 @@ def request_transition(
     _check_edge(gpu_request, to_status)
     gpu_request.status = to_status
     gpu_request.status_changed_at = timezone.now()
-    gpu_request.save(update_fields=["status", "status_changed_at", "updated_at"])
+    fields = ["status", "status_changed_at", "updated_at"]
+    if to_status == RequestStatus.APPROVED and lease_start(gpu_request, now=gpu_request.status_changed_at):
+        fields.append("lease_expires_at")
+    gpu_request.save(update_fields=fields)
     events.event_transition(
         request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment, reason=reason
     )

@@ -10,4 +10,5 @@ urlpatterns = [
     path("requests/preview/", views.request_preview, name="request-preview"),
     path("requests/<int:pk>/", views.request_detail, name="request-detail"),
     path("requests/<int:pk>/cancel/", views.request_cancel, name="request-cancel"),
+    path("requests/<int:pk>/extend-lease/", views.request_lease_extend, name="request-lease-extend"),
 ]

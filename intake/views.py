@@ -12,10 +12,10 @@ from portal.errors import DomainError, NotFound
 from portal.selectors import team_list_requestable, team_list_visible
 from provisioning import wait_selectors
 
-from . import selectors, services
+from . import leases, selectors, services
 from .choices import RequestStatus
 from .decisions import summarise
-from .forms import CancelForm, RequestForm
+from .forms import CancelForm, LeaseExtendForm, RequestForm
 
 
 @login_required
@@ -105,7 +105,27 @@ def request_detail(request, pk):
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
         "wait": wait_selectors.request_wait(gpu_request=gpu_request),
+        "lease_left": leases.lease_time_left(gpu_request),
     })
+
+
+@login_required
+@require_POST
+def request_lease_extend(request, pk):
+    try:
+        selectors.request_get(user=request.user, request_id=pk)
+    except NotFound:
+        return render(request, "404.html", status=404)
+    form = LeaseExtendForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("hours", [])))
+        return redirect("web:request-detail", pk=pk)
+    try:
+        leases.lease_extend(user=request.user, request_id=pk, hours=form.cleaned_data["hours"])
+        messages.success(request, "Lease extended.")
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("web:request-detail", pk=pk)
 
 
 @login_required

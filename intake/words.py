@@ -19,7 +19,7 @@ DECISION_FIELD_WORDS = {
     "strategy": "Sharing strategy", "gpu_model": "GPU model", "mig_profile": "MIG profile",
     "node_pool": "Node pool", "cluster": "Cluster", "scheduling_model": "Scheduling model",
     "memory_isolation": "Memory isolation", "fabric_isolation": "Fabric isolation", "gang": "Gang scheduling",
-    "driver": "NVIDIA driver", "approval": "Approval", "request": "Request", "answers": "Answers",
+    "driver": "NVIDIA driver", "lease": "Lease", "approval": "Approval", "request": "Request", "answers": "Answers",
     "team": "Team", "name": "Name",
 }
 

@@ -5,9 +5,10 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from . import services
-from .admin_mixins import PlatformAdminMixin
+from .admin_empty import EmptyExplainedMixin
+from .admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from .errors import DomainError
-from .models import ApiToken, Membership, Team
+from .models import ApiToken, Membership, Notice, Team
 from .services import team_webhook_set
 
 admin.site.site_header = "GPU Golden Path: platform admin"
@@ -96,3 +97,15 @@ class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
             self.message_user(request, exc.message, messages.ERROR)
             return
         self.message_user(request, f"{count} token{'' if count == 1 else 's'} revoked.")
+
+
+@admin.register(Notice)
+class NoticeAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Budget-threshold and lease notices with their delivery status, so a failed one is seen without logs."""
+
+    empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify) or a "
+                 "lease about to end (intake.lease_sweep), for teams with a notification e-mail or a webhook.")
+    list_display = ["key", "team", "channel", "status", "attempts", "created_at", "sent_at", "message"]
+    list_filter = ["status", "channel"]
+    search_fields = ["key", "team__slug", "target"]
+    list_select_related = ["team"]

@@ -7,3 +7,15 @@ class Role(models.TextChoices):
     ENGINEER = "engineer", "ML engineer"
     PLATFORM = "platform", "Platform team"
     FINANCE = "finance", "Finance"
+
+
+class NoticeChannel(models.TextChoices):
+    EMAIL = "email", "E-mail"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class NoticeStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RETRYING = "retrying", "Waiting to retry"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"

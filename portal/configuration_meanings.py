@@ -117,6 +117,11 @@ MEANINGS: dict[str, dict[str, str]] = {
                                                 "longer than this is sent again by the notice sweep"},
     "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
                                    "over every enabled cluster"},
+    "PORTAL_LEASE_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat sends lease reminders and "
+                                   "takes down grants whose lease ended (`intake.lease_sweep`)"},
+    "CHARGEBACK_BUDGET_CHECK_SECONDS": {"section": "celery", "meaning": "how often beat checks every budget's "
+                                        "forecast against its thresholds and notifies each crossing once "
+                                        "(`chargeback.budget_thresholds_notify`)"},
     "PORTAL_INVENTORY_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs inventory discovery of "
                                       "every enabled cluster (`provisioning.inventory_sync_all`)"},
     "PORTAL_MIG_ADVANCE_SECONDS": {"section": "celery", "meaning": "how often beat advances the active MIG plans "
@@ -159,6 +164,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "PLATFORM_NOTIFICATION_EMAIL": {"section": "notify", "meaning": "the platform team's address(es), "
                                     "comma-separated, copied on every stalled-gang notice"},
     "PORTAL_WEBHOOK_TIMEOUT_SECONDS": {"section": "notify", "meaning": "timeout of each webhook call"},
+    "PORTAL_LEASE_REMINDER_HOURS": {"section": "notify", "meaning": "how many hours before a lease ends its "
+                                    "reminder goes out (once per expiry; docs/budgets-and-leases.md)"},
     "PORTAL_BASE_URL": {"section": "notify", "meaning": "the portal's public URL, for links in notices, Backstage "
                         "entities and the template; empty: the request's host, and `http://127.0.0.1:8000` in "
                         "notices"},

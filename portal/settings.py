@@ -187,7 +187,8 @@ SPECTACULAR_SETTINGS = {
     "SERVERS": [{"url": "/", "description": "the portal serving this schema"}],
     # faults: a request's `status` and `expected_status` are one choice set, under one name.
     "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "intake.choices.RequestStatus",
-                            "CredentialSourceEnum": "provisioning.choices.CredentialSource"},
+                            "CredentialSourceEnum": "provisioning.choices.CredentialSource",
+                            "BudgetModeEnum": "chargeback.choices.BudgetMode"},
 }
 
 # Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
@@ -402,6 +403,8 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gpu-portal@localhost"
 # The platform team's address(es), copied on every stalled-gang notice; comma-separated, may be empty.
 PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
 PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# A lease's reminder goes out this many hours before it ends (once per expiry).
+PORTAL_LEASE_REMINDER_HOURS = float(os.environ.get("PORTAL_LEASE_REMINDER_HOURS", "24"))
 # --- end status reconciliation ---------------------------------------------------------------------------------
 
 # --- background work: the sweeps and the one beat schedule of the project (docs/operations-background-work.md) ---
@@ -452,6 +455,15 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     # Chargeback: one ingestion pass over every enabled cluster's portal pods.
     "chargeback-usage-collect": {
         "task": "chargeback.usage_collect", "schedule": _env_every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
+    },
+    # Leases: reminders before expiry, teardown at expiry (intake.leases).
+    "intake-lease-sweep": {
+        "task": "intake.lease_sweep", "schedule": _env_every("PORTAL_LEASE_SWEEP_SECONDS", "300", offset=75),
+    },
+    # Budgets: a notice per threshold crossed, once a month (chargeback.budgets).
+    "chargeback-budget-thresholds": {
+        "task": "chargeback.budget_thresholds_notify",
+        "schedule": _env_every("CHARGEBACK_BUDGET_CHECK_SECONDS", "900", offset=465),
     },
 }.items() if entry["schedule"] is not None}
 # --- end background work -----------------------------------------------------------------------------------------

@@ -23,3 +23,20 @@ def ping() -> None:
         request_id=request_context.request_id() or "",
     )
     logger.info("pong from %s", heartbeat["worker"])
+
+
+NOTICE_MAX_ATTEMPTS = 5
+
+
+@shared_task(bind=True, name="portal.notice_deliver", max_retries=NOTICE_MAX_ATTEMPTS, acks_late=True)
+def notice_deliver(self, notice_id: int) -> str:
+    from . import notices
+
+    try:
+        return notices.notice_deliver(notice_id=notice_id)
+    except notices.TransientNoticeError as exc:
+        attempt = self.request.retries + 1
+        if attempt >= NOTICE_MAX_ATTEMPTS:
+            notices.notice_fail(notice_id=notice_id, message=f"Gave up after {attempt} attempts: {exc}")
+            return "failed"
+        raise self.retry(countdown=min(300, 2 ** attempt), exc=exc)

@@ -16,6 +16,7 @@ from django.core import serializers
 from django.test import Client
 
 from chargeback.models import RateCard
+from chargeback.budget_services import budget_create, budget_delete
 from chargeback.services import rate_card_create, rate_card_delete
 from intake.models import PolicyVersion
 from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve, request_submit
@@ -52,8 +53,9 @@ ROLES = {
         "portal.Team", "provisioning.Cluster", "provisioning.NodePool", "provisioning.TeamQuota",
         "provisioning.GangPolicy", "register.PlatformDecision", "register.DriverUpgradePlan")},
     ("chargeback.RateCard", "delete_selected"): frozenset({"platform", "finance"}),
+    ("chargeback.Budget", "delete_selected"): PLATFORM,
     **{(label, "delete_selected"): NOBODY for label in (
-        "auth.Group", "auth.User", "portal.ApiToken", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
+        "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
         "provisioning.ClusterReconcileState", "chargeback.UsageInterval", "chargeback.Adjustment",
@@ -75,6 +77,7 @@ SERVICES = {
     ("register.PlatformDecision", "sign_off"): lambda user, obj: platform_decision_sign_off(
         user=user, decision_id=obj.pk),
     ("chargeback.RateCard", "delete_selected"): lambda user, obj: rate_card_delete(user=user, rate_card=obj),
+    ("chargeback.Budget", "delete_selected"): lambda user, obj: budget_delete(user=user, budget=obj),
 }
 
 
@@ -111,6 +114,7 @@ def world(inventory, team_a, engineer, finance_user, platform_user):
     rate_card_create(user=platform_user, gpu_model="H100-80GB", strategy="whole_gpu",
                      price_per_equivalent_hour=Decimal("2.50"), currency="EUR", valid_from=datetime.date(2026, 1, 1))
     team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=8)
+    budget_create(user=platform_user, team=team_a, month=datetime.date.today(), amount=Decimal("100"))
     return {"engineer": engineer, "finance": finance_user, "platform": platform_user}
 
 

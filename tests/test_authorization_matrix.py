@@ -12,6 +12,10 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
+from django.utils import timezone
+
+from chargeback.models import Budget
+from chargeback.periods import month_start
 from chargeback.services import period_closable
 from intake.models import GpuRequest
 from intake.policy_review import policy_version_diff
@@ -46,6 +50,8 @@ MATRIX = [
     (("POST", "request-approve", {"pk": A}, {"comment": "ok"}), (401, 403, 404, 200, 403)),
     (("POST", "request-reject", {"pk": A}, {"comment": "no"}), (401, 403, 404, 200, 403)),
     (("POST", "request-cancel", {"pk": A}, {}), (401, 200, 404, 200, 403)),
+    # Only the engineer who asked extends a lease (this request has none yet: 409 for its owner).
+    (("POST", "request-extend-lease", {"pk": A}, {"hours": 1}), (401, 409, 404, 403, 403)),
     (("GET", "request-fit", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "request-wait", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "request-manifests", {"pk": A}, None), (401, 200, 404, 200, 200)),
@@ -73,6 +79,12 @@ MATRIX = [
     (("GET", "closed-period-list", {}, None), (401, 200, 200, 200, 200)),
     (("POST", "closed-period-list", {}, "closable"), (401, 403, 403, 201, 201)),
     (("GET", "usage-collection-list", {}, None), (401, 403, 403, 200, 200)),
+    # Budgets: the platform team sets them; finance and the team read them.
+    (("GET", "budget-list", {}, None), (401, 200, 200, 200, 200)),
+    (("POST", "budget-list", {}, "budget"), (401, 403, 403, 201, 403)),
+    (("GET", "budget-detail", {"pk": "budget"}, None), (401, 200, 404, 200, 200)),
+    (("PATCH", "budget-detail", {"pk": "budget"}, {"amount": "12"}), (401, 403, 404, 200, 403)),
+    (("DELETE", "budget-detail", {"pk": "budget"}, None), (401, 403, 404, 204, 403)),
     (("GET", "register-api", {}, None), (401, 403, 403, 200, 403)),  # the platform team's register
     (("GET", "register-api", {}, {"format": "md"}), (401, 403, 403, 200, 403)),
     (("GET", "register:page", {}, None), (R, 403, 403, 200, 403)),
@@ -86,6 +98,7 @@ MATRIX = [
     (("POST", "web:request-preview", {}, {"team": "team-a"}), (R, 200, 200, 200, 200)),
     (("GET", "web:request-detail", {"pk": A}, None), (R, 200, 404, 200, 200)),
     (("POST", "web:request-cancel", {"pk": A}, {}), (R, R, 404, R, R)),
+    (("POST", "web:request-lease-extend", {"pk": A}, {"hours": "1"}), (R, R, 404, R, R)),
     # API tokens: everyone manages their own; nobody reaches another's (the platform team does, in the admin).
     (("GET", "tokens", {}, None), (R, 200, 200, 200, 200)),
     (("POST", "tokens", {}, {"name": "matrix"}), (R, 200, 200, 200, 200)),
@@ -134,14 +147,17 @@ def world(inventory, team_a, team_b, engineer, engineer_b, platform_user, financ
     rb = request_submit(user=engineer_b, team=team_b, name=SECRET_B, raw_answers=VALID_ANSWERS)
     draft = policy_version_draft_create(user=platform_user)
     cluster = Cluster.objects.get(name="gpu-east")
+    budget = Budget.objects.create(team=team_a, month=month_start(timezone.now().date()), amount=10)
     return {
         "users": {"anonymous": None, "engineer": engineer, "other_engineer": engineer_b, "platform": platform_user,
                   "finance": finance_user},
         "objects": {"ra": ra.pk, "rb": rb.pk, "active": 1, "draft": draft.number, "cluster": cluster.pk,
                     "pool": cluster.pools.get(name="h100-train").pk, "team-a": "team-a",
-                    "tk": ApiToken.objects.get(user=engineer, revoked_at__isnull=True).pk},
+                    "tk": ApiToken.objects.get(user=engineer, revoked_at__isnull=True).pk, "budget": budget.pk},
         "bodies": {"digest": {"digest": policy_version_diff(version=draft).digest},
-                   "closable": {"month": period_closable().isoformat()}},  # last month, none closed yet
+                   "closable": {"month": period_closable().isoformat()},
+                   "budget": {"team": "team-a", "cost_center": "CC-A", "month": f"{timezone.now():%Y-%m}",
+                              "amount": "10"}},  # last month, none closed yet
         "secrets": {"engineer": SECRET_B, "other_engineer": SECRET_A},
     }
 

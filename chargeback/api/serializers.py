@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.fields import CharField, IntegerField
 
 from provisioning.choices import Strategy
 
-from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES
-from ..periods import period_error
-from ..models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from portal.models import Team
+
+from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES, BudgetMode
+from ..periods import month_error, period_error
+from ..models import Adjustment, Budget, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 
 DEFAULT_GROUP_BY = "team,strategy,gpu_model"
 
@@ -140,3 +143,84 @@ class UsageCollectionSerializer(serializers.ModelSerializer):
         fields = ["id", "cluster", "listed_at", "complete", "status", "message", "source", "pods_seen",
                   "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged"]
         read_only_fields = fields
+
+
+class BudgetSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    month = serializers.DateField(format="%Y-%m")
+
+    class Meta:
+        model = Budget
+        fields = ["id", "team", "cost_center", "month", "gpu_hours", "amount", "currency", "thresholds", "mode", "note",
+                  "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class CommitmentSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField()
+    name = CharField()
+    status = CharField()
+    hours = serializers.DecimalField(max_digits=14, decimal_places=4, help_text="hours still to come this month")
+    gpu_equivalent_hours = serializers.DecimalField(max_digits=14, decimal_places=4)
+    cost = serializers.DecimalField(max_digits=14, decimal_places=2, allow_null=True,
+                                    help_text="null: no rate card in the budget's currency")
+    basis = serializers.ChoiceField(choices=["expected_hours", "observed", "month_end", "lease"],
+                                    help_text="where the hours come from")
+
+
+class ForecastSerializer(serializers.Serializer):
+    spent_gpu_hours = CharField()
+    spent_cost = CharField()
+    committed_gpu_hours = CharField(help_text="running work's remainder this month")
+    committed_cost = CharField()
+    pending_gpu_hours = CharField(help_text="requests awaiting approval")
+    pending_cost = CharField()
+    forecast_gpu_hours = CharField()
+    forecast_cost = CharField()
+    forecast_percent = serializers.IntegerField(help_text="the larger share of the budget's limits, in percent")
+    over = serializers.BooleanField()
+    words = CharField()
+    running = CommitmentSerializer(many=True)
+    pending = CommitmentSerializer(many=True)
+
+
+class BudgetDetailSerializer(BudgetSerializer):
+    forecast = serializers.SerializerMethodField()
+
+    class Meta(BudgetSerializer.Meta):
+        fields = [*BudgetSerializer.Meta.fields, "forecast"]
+        read_only_fields = fields
+
+    @extend_schema_field(ForecastSerializer)
+    def get_forecast(self, obj):
+        from ..budgets import budget_forecast
+
+        forecast = budget_forecast(budget=obj)
+        data = {k: v for k, v in forecast.as_dict().items() if k in ForecastSerializer().fields}
+        return ForecastSerializer({**data, "running": forecast.committed, "pending": forecast.pending}).data
+
+
+class BudgetInputSerializer(serializers.Serializer):
+    team = serializers.SlugRelatedField(slug_field="slug", queryset=Team.objects.all())
+    cost_center = CharField(max_length=64, required=False, allow_blank=True, default="",
+                            help_text="empty: the whole team")
+    month = serializers.DateField(input_formats=["%Y-%m", "%Y-%m-%d"], help_text="YYYY-MM")
+    gpu_hours = serializers.DecimalField(max_digits=14, decimal_places=2, min_value=0, required=False,
+                                         allow_null=True, help_text="GPU-equivalent-hours")
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2, min_value=0, required=False, allow_null=True)
+    currency = CharField(max_length=3, min_length=3, required=False, default="EUR")
+    thresholds = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=1000), required=False,
+                                       min_length=1, max_length=10, help_text="percentages, default [80, 100]")
+    mode = serializers.ChoiceField(choices=BudgetMode.choices, required=False, default=BudgetMode.NOTIFY)
+    note = CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate_currency(self, value: str) -> str:
+        if not value.isalpha() or not value.isupper():
+            raise serializers.ValidationError("An ISO 4217 currency code such as EUR or USD.")
+        return value
+
+    def validate_month(self, value):
+        error = month_error(value)
+        if error:
+            raise serializers.ValidationError(error)
+        return value

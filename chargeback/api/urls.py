@@ -9,6 +9,7 @@ router.register("chargeback/intervals", views.UsageIntervalViewSet, basename="us
 router.register("chargeback/adjustments", views.AdjustmentViewSet, basename="adjustment")
 router.register("chargeback/closed-periods", views.ClosedPeriodViewSet, basename="closed-period")
 router.register("chargeback/collections", views.UsageCollectionViewSet, basename="usage-collection")
+router.register("chargeback/budgets", views.BudgetViewSet, basename="budget")
 
 urlpatterns = [
     path("chargeback/report/", views.ReportView.as_view(), name="chargeback-report"),

@@ -13,11 +13,14 @@ from rest_framework.views import APIView
 
 from portal.roles import sees_all_teams
 
-from .. import selectors, services
+from .. import budget_services, budgets, selectors, services
 from ..exporters import csv_filename, csv_lines
 from ..filtersets import RateCardFilterSet, UsageIntervalFilterSet
 from .serializers import (
     AdjustmentSerializer,
+    BudgetDetailSerializer,
+    BudgetInputSerializer,
+    BudgetSerializer,
     ClosedPeriodSerializer,
     ClosePeriodInputSerializer,
     RateCardSerializer,
@@ -136,3 +139,40 @@ class UsageCollectionViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self):
         return selectors.collection_list()
 
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Budgets of the teams you see, newest month first (platform sets them; finance and "
+                               "the team read)"),
+    retrieve=extend_schema(summary="One budget with this month's forecast: spent, running work, pending approvals"),
+)
+class BudgetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = BudgetDetailSerializer
+
+    def get_serializer_class(self):
+        return BudgetSerializer if self.action == "list" else BudgetDetailSerializer
+
+    def get_queryset(self):
+        return budgets.budget_list(user=self.request.user)
+
+    @extend_schema(request=BudgetInputSerializer, responses={201: BudgetDetailSerializer},
+                   summary="Set a team's budget for a month (platform team)")
+    def create(self, request):
+        data = BudgetInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        budget = budget_services.budget_create(user=request.user, **data.validated_data)
+        return Response(BudgetDetailSerializer(budget).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=BudgetInputSerializer, responses={200: BudgetDetailSerializer},
+                   summary="Change a budget (platform team); only the fields given change")
+    def partial_update(self, request, pk=None):
+        budget = self.get_object()
+        data = BudgetInputSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        budget = budget_services.budget_update(user=request.user, budget=budget, **data.validated_data)
+        return Response(BudgetDetailSerializer(budget).data)
+
+    @extend_schema(responses={204: None}, summary="Delete a budget (platform team)")
+    def destroy(self, request, pk=None):
+        budget_services.budget_delete(user=request.user, budget=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

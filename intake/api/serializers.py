@@ -86,6 +86,34 @@ class DriverSerializer(serializers.Serializer):
                                       help_text="the driver release branch a rule keeps the class on, e.g. 580")
 
 
+class LeaseSerializer(serializers.Serializer):
+    hours = serializers.FloatField(help_text="how long the grant lasts from approval")
+    max_hours = serializers.FloatField(allow_null=True, help_text="the most time left an extension can reach")
+    rule = CharField(allow_null=True, help_text="the rule that set the lease's terms; null: only the answer")
+
+
+class BudgetImpactSerializer(serializers.Serializer):
+    budget = serializers.IntegerField()
+    team = CharField()
+    cost_center = CharField()
+    month = CharField(help_text="YYYY-MM")
+    mode = serializers.ChoiceField(choices=["notify", "require_review"])
+    currency = CharField()
+    budget_gpu_hours = CharField(allow_null=True)
+    budget_amount = CharField(allow_null=True)
+    spent_gpu_hours = CharField()
+    spent_cost = CharField()
+    committed_gpu_hours = CharField()
+    committed_cost = CharField()
+    pending_gpu_hours = CharField()
+    pending_cost = CharField()
+    forecast_gpu_hours = CharField()
+    forecast_cost = CharField()
+    forecast_percent = serializers.IntegerField()
+    over = serializers.BooleanField()
+    words = CharField()
+
+
 class AutoApproveLimitsSerializer(serializers.Serializer):
     per_request = serializers.FloatField(required=False, help_text="GPU equivalents a request")
     per_team = serializers.FloatField(required=False, help_text="GPU equivalents a team holds at once under the rule")
@@ -106,6 +134,10 @@ class DecisionSerializer(serializers.Serializer):
     gang = GangSerializer(allow_null=True)
     multi_node = MultiNodeSerializer(allow_null=True, default=None)
     driver = DriverSerializer(allow_null=True)
+    lease = LeaseSerializer(allow_null=True, default=None, help_text="the grant's lease; null: none")
+    budget = BudgetImpactSerializer(allow_null=True, default=None,
+                                    help_text="the team's budget forecast this month with this request approved too "
+                                              "(at the time of the decision); null: no budget")
     cluster = CharField()
     node_pool = CharField()
     scheduling_model = CharField()
@@ -116,7 +148,8 @@ class DecisionSerializer(serializers.Serializer):
     review_reasons = serializers.ListField(
         child=CharField(), default=list,
         help_text="why a rule's automatic approval did not hold, as stable codes: StrategyFallback, "
-                  "GuardrailReplacedStrategy, OverAutoApprovalRequestCap, NoQuota, OverAutoApprovalTeamCap",
+                  "GuardrailReplacedStrategy, OverAutoApprovalRequestCap, NoQuota, OverAutoApprovalTeamCap, "
+                  "OverBudget",
     )
     auto_approve_limits = AutoApproveLimitsSerializer(default=dict, help_text="the deciding rule's caps, if any")
     gpu_equivalents_per_replica = serializers.FloatField()
@@ -154,6 +187,11 @@ class PreviewInputSerializer(TeamAnswersInputSerializer):
 class PreviewSerializer(serializers.Serializer):
     decision = DecisionSerializer()
     manifests = serializers.ListField(child=serializers.DictField(), help_text="the Kubernetes objects, in apply order")
+
+
+class LeaseExtendInputSerializer(serializers.Serializer):
+    hours = serializers.FloatField(min_value=0.01, max_value=8760,
+                                   help_text="hours added to the lease; the time left may not pass the policy maximum")
 
 
 class CommentInputSerializer(serializers.Serializer):
@@ -255,11 +293,20 @@ class RequestSerializer(serializers.ModelSerializer):
         help_text="GPU-hours burnt by running pods waiting for the rest of their gang, over all stalls"
     )
     # --- end status reconciliation ---
+    lease_expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
+                                                 help_text="when the grant is taken down; null: no lease (yet)")
+    lease_seconds_left = serializers.SerializerMethodField(help_text="seconds until the lease ends; null: no lease")
 
     def _now(self):
         from django.utils import timezone
 
         return self.context.setdefault("now", timezone.now())  # one instant for the whole response
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_lease_seconds_left(self, obj):
+        if obj.lease_expires_at is None:
+            return None
+        return max(0, int((obj.lease_expires_at - self._now()).total_seconds()))
 
     @extend_schema_field(GangStallSerializer(allow_null=True))
     def get_stall(self, obj):
@@ -294,6 +341,8 @@ class RequestSerializer(serializers.ModelSerializer):
             "objects",
             "stall",
             "burnt_gpu_hours",
+            "lease_expires_at",
+            "lease_seconds_left",
         ]
         read_only_fields = fields
 

@@ -14,12 +14,13 @@ from provisioning import selectors as provisioning_selectors
 from provisioning import wait_selectors
 from provisioning.api.serializers import FitSerializer, WaitSerializer
 
-from .. import selectors, services
+from .. import leases, selectors, services
 from ..filtersets import RequestFilterSet
 from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
 from .serializers import (
     CommentInputSerializer,
+    LeaseExtendInputSerializer,
     PolicyDiffQuerySerializer,
     PolicyDiffSerializer,
     PolicySignOffInputSerializer,
@@ -157,6 +158,15 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         return self._transition(request, pk, services.request_reject)
+
+    @extend_schema(request=LeaseExtendInputSerializer, responses={200: RequestSerializer},
+                   summary="Extend the lease of your own grant; the time left may not pass the policy's maximum")
+    @action(detail=True, methods=["post"], url_path="extend-lease")
+    def extend_lease(self, request, pk=None):
+        data = LeaseExtendInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        leases.lease_extend(user=request.user, request_id=pk, hours=data.validated_data["hours"])
+        return Response(RequestSerializer(selectors.request_get(user=request.user, request_id=pk)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Cancel a request that is not finished; what it applied is taken down")

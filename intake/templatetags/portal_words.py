@@ -64,7 +64,7 @@ def plural(count, forms: str) -> str:
 OUTCOME_KEY_WORDS = {"strategy": "strategy", "fallback_strategy": "else", "forbid_strategies": "never",
                      "replace_with": "instead", "auto_approve": "approved automatically",
                      "auto_approve_limits": "automatic approval limits", "fabric_isolation": "fabric",
-                     "allowed_gpu_models": "GPU models", "gang": "gang-scheduled"}
+                     "allowed_gpu_models": "GPU models", "gang": "gang-scheduled", "lease": "lease"}
 
 
 def _outcome_value(key: str, value) -> str:
@@ -94,3 +94,15 @@ def change_words(value, field: str) -> str:
     if value is None:
         return "—"
     return _outcome_value(field, value) if isinstance(value, (list, dict, bool)) else value_words(value, field)
+
+
+@register.filter
+def timedelta_words(delta) -> str:
+    """``{{ left|timedelta_words }}`` -> "6 days 23 hours", "5 hours 10 minutes", "12 minutes"."""
+    seconds = int(delta.total_seconds())
+    days, hours, minutes = seconds // 86400, seconds % 86400 // 3600, seconds % 3600 // 60
+    if days:
+        return " ".join(p for p in (plural_text(days, "day"), plural_text(hours, "hour") if hours else "") if p)
+    if hours:
+        return " ".join(p for p in (plural_text(hours, "hour"), plural_text(minutes, "minute") if minutes else "") if p)
+    return plural_text(max(minutes, 1), "minute")

@@ -26,7 +26,7 @@ def test_questionnaire_lists_every_question_with_its_json_schema(api, engineer):
     assert response.status_code == 200
     keys = [q["key"] for q in response.json()["questions"]]
     assert keys == ["workload_class", "tenancy", "latency", "data_sensitivity", "gpu_memory_gb", "gpus_per_replica",
-                    "replicas", "min_driver_major", "image", "command", "expected_hours"]
+                    "replicas", "min_driver_major", "image", "command", "expected_hours", "lease_hours"]
     schema = response.json()["json_schema"]
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"workload_class", "tenancy", "latency", "gpu_memory_gb", "image"}

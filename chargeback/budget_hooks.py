@@ -1,0 +1,52 @@
+"""Budgets in intake's decisions and review page, through intake's hooks (intake.extensions), registered in
+`ChargebackConfig.ready()`: a decision for a team with a budget this month says what approving it does to the
+forecast (`decision["budget"]`); under `require_review` a request that would overrun goes to the platform team even
+when a rule would approve it, with the stable review code `OverBudget` and the overrun in the approval reason."""
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from intake.decisions import REVIEW, summarise
+
+from .budgets import budget_forecast, request_budget_impact, team_budget
+from .choices import BudgetMode
+
+OVER_BUDGET = "OverBudget"
+
+
+def impact_words(forecast, *, team_slug: str) -> str:
+    """'approving this takes vision to 112% of its November budget, forecast EUR 4,210 of 3,750'"""
+    return (f"approving this takes {team_slug} to {forecast.forecast_percent}% of its "
+            f"{forecast.budget.month:%B} budget, {forecast.words()}")
+
+
+def budget_gate(*, team, decision: dict, answers: dict) -> dict:
+    forecast = request_budget_impact(team=team, answers=answers, decision=decision)
+    if forecast is None:
+        return decision
+    words = impact_words(forecast, team_slug=team.slug)
+    gated = {**decision, "budget": {**forecast.as_dict(), "words": words}}
+    if not (forecast.over and forecast.budget.mode == BudgetMode.REQUIRE_REVIEW):
+        return gated
+    text = f"Over budget: {words}. {REVIEW}"
+    if decision["auto_approve"]:
+        text = f"Not approved automatically: {words}. {REVIEW}"
+    gated.update(auto_approve=False, review_reasons=[*decision.get("review_reasons", ()), OVER_BUDGET],
+                 reasons=[{**r, "text": text} if r["field"] == "approval" else r for r in decision["reasons"]])
+    gated["summary"] = summarise(gated, None)
+    return gated
+
+
+def budget_review_section(*, gpu_request) -> dict | None:
+    """The review page's budget section: the forecast now, this request (pending) included."""
+    budget = team_budget(team=gpu_request.team, month=timezone.now().date())
+    if budget is None:
+        return None
+    forecast = budget_forecast(budget=budget)
+    if gpu_request.status == "pending_approval":
+        words = impact_words(forecast, team_slug=gpu_request.team.slug)
+    else:
+        words = f"{gpu_request.team.slug} is at {forecast.forecast_percent}% of its {budget.month:%B} budget, {forecast.words()}"
+    return {"title": "Budget", "html": render_to_string("admin/chargeback/_budget_impact.html", {
+        "forecast": forecast, "words": words[0].upper() + words[1:], "budget": budget})}

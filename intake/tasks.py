@@ -1,0 +1,13 @@
+"""Background entry points of intake: thin, each runs one service."""
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import leases
+
+
+@shared_task(name="intake.lease_sweep")
+def lease_sweep() -> dict:
+    """Beat: lease reminders and expiries (intake.leases.lease_sweep); idempotent."""
+    result = leases.lease_sweep()
+    return {"reminded": result.reminded, "expired": result.expired}

@@ -1,0 +1,116 @@
+"""Notices to a team by e-mail and its signed webhook, each sent once (see `portal.models.Notice`).
+
+Features above portal (budgets, leases) say what happened with `notice_queue`; delivery is one Celery task per
+notice, after commit. The webhook is signed and sent exactly as the stalled-gang notices are (`portal.webhooks`)."""
+from __future__ import annotations
+
+import json
+import logging
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .choices import NoticeChannel, NoticeStatus
+from .models import Notice, Team
+from .webhooks import WebhookFailed, webhook_post, webhook_request
+
+logger = logging.getLogger(__name__)
+
+
+class TransientNoticeError(Exception):
+    pass
+
+
+def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict) -> list[int]:
+    """Queue the notice `key` to the team's e-mail (and the platform team's) and webhook, each channel once, and
+    dispatch delivery after commit. Returns the ids queued now (empty when they were queued before)."""
+    recipients = [a for a in [team.notification_email, *settings.PLATFORM_NOTIFICATION_EMAIL] if a]
+    planned = []
+    if recipients:
+        planned.append((NoticeChannel.EMAIL, ", ".join(recipients), {"subject": subject, "body": body, "to": recipients}))
+    if team.webhook_url:
+        planned.append((NoticeChannel.WEBHOOK, team.webhook_url, payload))
+    created = []
+    for channel, target, content in planned:
+        try:
+            with transaction.atomic():  # a concurrent run that queued it first leaves this one a no-op
+                notice, new = Notice.objects.get_or_create(
+                    key=key, channel=channel, defaults={"team": team, "target": target, "payload": content})
+        except IntegrityError:
+            continue
+        if new:
+            created.append(notice.pk)
+    if created:
+        transaction.on_commit(lambda: [notice_dispatch(pk) for pk in created])
+    return created
+
+
+def notice_dispatch(notice_id: int) -> bool:
+    from .tasks import notice_deliver
+
+    try:
+        notice_deliver.apply_async(args=[notice_id], retry=False)
+    except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued, the next beat run sends it
+        logger.warning("could not dispatch notice %s: %s", notice_id, exc)
+        return False
+    return True
+
+
+def notices_redispatch(*, older_than_seconds: int = 300) -> int:
+    """Queued notices whose message was lost (a broker outage): send them again."""
+    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
+    ids = list(Notice.objects.filter(status=NoticeStatus.QUEUED, created_at__lt=cutoff).values_list("pk", flat=True))
+    return sum(notice_dispatch(pk) for pk in ids)
+
+
+def _send(notice: Notice) -> None:
+    if notice.channel == NoticeChannel.EMAIL:
+        content = notice.payload
+        try:
+            EmailMessage(subject=content["subject"], body=content["body"], from_email=settings.DEFAULT_FROM_EMAIL,
+                         to=content["to"]).send(fail_silently=False)
+        except (OSError, TimeoutError) as exc:  # smtplib errors are OSErrors
+            raise TransientNoticeError(f"{type(exc).__name__}: {exc}") from exc
+        return
+    body = json.dumps(notice.payload).encode()
+    # The team's current secret: a rotation takes effect for notices still waiting to be sent.
+    delivery = webhook_request(url=notice.target, body=body, secret=notice.team.webhook_secret or "", headers={
+        "X-Portal-Event": str(notice.payload.get("event", "")), "X-Portal-Delivery": f"notice-{notice.pk}"})
+    try:
+        webhook_post(delivery)
+    except WebhookFailed as exc:
+        if exc.transient:
+            raise TransientNoticeError(str(exc)) from exc
+        raise
+
+
+def notice_deliver(*, notice_id: int) -> str:
+    """Send one notice, once: the row is locked while sending and marked sent in the same transaction, so a
+    redelivered task finds it sent. A transient failure is recorded, then raised for the task to retry."""
+    with transaction.atomic():
+        notice = Notice.objects.select_for_update(no_key=True, of=("self",)).select_related("team").get(pk=notice_id)
+        if notice.status in (NoticeStatus.SENT, NoticeStatus.FAILED):
+            return "skipped"
+        notice.attempts += 1
+        try:
+            _send(notice)
+        except WebhookFailed as exc:
+            notice.status, notice.message = NoticeStatus.FAILED, str(exc)
+            notice.save()
+            return NoticeStatus.FAILED
+        except TransientNoticeError as exc:
+            notice.status, notice.message = NoticeStatus.RETRYING, f"Attempt {notice.attempts} failed: {exc}"
+            notice.save()
+            failure = exc
+        else:
+            notice.status, notice.sent_at, notice.message = NoticeStatus.SENT, timezone.now(), ""
+            notice.save()
+            return NoticeStatus.SENT
+    raise failure
+
+
+def notice_fail(*, notice_id: int, message: str) -> None:
+    Notice.objects.filter(pk=notice_id).exclude(status=NoticeStatus.SENT).update(
+        status=NoticeStatus.FAILED, message=message, updated_at=timezone.now())
