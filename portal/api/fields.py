@@ -14,6 +14,14 @@ class CharField(serializers.CharField):
 
     default_error_messages = {"not_text": "Must be text, not {kind}."}
 
+    def get_value(self, dictionary):
+        # In a query string or a form DRF reads an empty `?team=` as "not given"; the schema says at least one
+        # character, so an empty value is refused like an empty JSON string (unless the field allows blanks).
+        value = super().get_value(dictionary)
+        if value is serializers.empty and not self.allow_blank and dictionary.get(self.field_name) == "":
+            return ""
+        return value
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("not_text", kind=type(data).__name__)
