@@ -123,6 +123,9 @@ MEANINGS: dict[str, dict[str, str]] = {
                                    "(`provisioning.mig_plans_advance`)"},
     "PORTAL_RECONCILE_INTERVAL_SECONDS": {"section": "celery", "meaning": "how often beat starts a status "
                                           "reconciliation per cluster (`provisioning.status_reconcile_all`)"},
+    "PORTAL_ADMISSION_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs the Kueue admission "
+                                      "check controller per Kueue cluster (`provisioning.admission_checks_sync_all`); "
+                                      "an approval reaches the cluster within this; `0`: off"},
     # Kubernetes and provisioning
     "PORTAL_LABEL_DOMAIN": {"section": "kube", "meaning": "prefix of the labels and annotations put on Kubernetes "
                             "objects (`<domain>/request-id`, ...)"},
