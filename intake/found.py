@@ -7,6 +7,7 @@ approved automatically, since nobody asked the portal first.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from django.db import IntegrityError, transaction
 from portal.errors import DomainError
 from portal.models import Team
 from provisioning.catalogue import Catalogue
+from provisioning.selectors import inventory_snapshot
 
 from . import events
 from .choices import RequestOrigin, RequestStatus
@@ -111,11 +113,15 @@ def _held_for_review(decision: dict) -> dict:
 
 
 @transaction.atomic
-def request_found_in_cluster(*, team: Team, name: str, found: FoundAnswers, where: str) -> GpuRequest:
-    """A pending request for work found in the cluster (`where` names it: cluster, namespace, kind and name).
+def request_found_in_cluster(*, team: Team, cluster_name: str, name: str, found: FoundAnswers,
+                             where: str) -> GpuRequest:
+    """A pending request for work found in the cluster (`where` names it: cluster, namespace, kind and name),
+    decided against that cluster's pools only: that is where it already is.
     Raises CannotDecide when the answers cannot be decided (the caller rejects the work, saying why)."""
+    snapshot = inventory_snapshot()
+    here = dataclasses.replace(snapshot, clusters=tuple(c for c in snapshot.clusters if c.name == cluster_name))
     try:
-        evaluation = request_evaluate(raw_answers=found.answers, team=team)
+        evaluation = request_evaluate(raw_answers=found.answers, team=team, inventory=here)
     except DomainError as exc:
         raise CannotDecide(f"The portal cannot decide it: {exc.message}") from None
     decision = _held_for_review(evaluation.decision)

@@ -48,6 +48,12 @@ def submit_job(fake, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     job = copy.deepcopy(job)
     job["spec"]["suspend"] = True
     live_job = fake.put(job)
+    return live_job, workload_for(fake, live_job)
+
+
+def workload_for(fake, live_job: dict[str, Any]) -> dict[str, Any]:
+    """The Workload Kueue's job reconciler makes for a Job already in the fake (one the portal applied, say)."""
+    job = live_job
     meta = live_job["metadata"]
     queue = meta["labels"][QUEUE_LABEL]
     now = _now()
@@ -74,7 +80,7 @@ def submit_job(fake, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
                                 for name in _checks_of_queue(fake, meta["namespace"], queue)],
         },
     }
-    return live_job, fake.put(workload)
+    return fake.put(workload)
 
 
 def step(fake) -> None:

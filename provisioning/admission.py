@@ -131,7 +131,8 @@ def _bind(row: AdmissionWorkload, workload: dict) -> bool:
     try:
         found = answers_from_pod_template(owner_kind=row.owner_kind, replicas=pod_sets[0].get("count", 1),
                                           template=pod_sets[0].get("template") or {}, catalogue=load_catalogue())
-        row.request = request_found_in_cluster(team=team, name=k8s_name(row.owner_name or row.name),
+        row.request = request_found_in_cluster(team=team, cluster_name=row.cluster.name,
+                                               name=k8s_name(row.owner_name or row.name),
                                                found=found, where=where)
     except CannotDecide as exc:
         row.message = f"The GPU portal cannot make a request of it: {exc.message}"
