@@ -280,6 +280,7 @@ class RequestSerializer(serializers.ModelSerializer):
             "name",
             "team",
             "status",
+            "origin",
             "workload_class",
             "strategy",
             "answers",

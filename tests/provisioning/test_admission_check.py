@@ -217,3 +217,16 @@ def test_work_the_portal_applied_after_approval_is_ready_and_forged_labels_are_n
     copied = portal_check(fake_kube, forged_workload)
     assert copied["state"] == "Rejected" and "is not an object the portal rendered" in copied["message"]
     assert GpuRequest.objects.filter(origin="cluster").count() == 0
+
+
+def test_the_found_request_is_shown_to_its_team_only(kueue_east, fake_kube, engineer, engineer_b, finance_user, api):
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    kueue.submit_job(fake_kube, kubectl_job("adhoc-train"))
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    found = GpuRequest.objects.get(origin="cluster")
+
+    mine = api(engineer).get(f"/api/v1/requests/{found.pk}/")
+    assert mine.status_code == 200 and mine.json()["origin"] == "cluster"
+    assert api(finance_user).get(f"/api/v1/requests/{found.pk}/").status_code == 200  # finance reads
+    assert api(engineer_b).get(f"/api/v1/requests/{found.pk}/").status_code == 404
+    assert api(engineer).post(f"/api/v1/requests/{found.pk}/approve/", {}, format="json").status_code == 403
