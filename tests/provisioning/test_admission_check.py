@@ -230,3 +230,16 @@ def test_the_found_request_is_shown_to_its_team_only(kueue_east, fake_kube, engi
     assert api(finance_user).get(f"/api/v1/requests/{found.pk}/").status_code == 200  # finance reads
     assert api(engineer_b).get(f"/api/v1/requests/{found.pk}/").status_code == 404
     assert api(engineer).post(f"/api/v1/requests/{found.pk}/approve/", {}, format="json").status_code == 403
+
+
+def test_the_platform_team_sees_each_decision_in_the_admin_read_only(kueue_east, fake_kube, platform_user, engineer):
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    kueue.submit_job(fake_kube, kubectl_job("adhoc-train"))
+    admission_checks_sync(cluster_id=kueue_east.pk)
+
+    page = admin(platform_user).get("/admin/provisioning/admissionworkload/")
+    assert page.status_code == 200 and "adhoc-train" in page.content.decode() and "Pending" in page.content.decode()
+    row = AdmissionWorkload.objects.get()
+    assert admin(platform_user).post(f"/admin/provisioning/admissionworkload/{row.pk}/change/",
+                                     {"state": "Ready"}).status_code == 403
+    assert admin(engineer).get("/admin/provisioning/admissionworkload/").status_code in (302, 403)
