@@ -243,3 +243,13 @@ def test_the_platform_team_sees_each_decision_in_the_admin_read_only(kueue_east,
     assert admin(platform_user).post(f"/admin/provisioning/admissionworkload/{row.pk}/change/",
                                      {"state": "Ready"}).status_code == 403
     assert admin(engineer).get("/admin/provisioning/admissionworkload/").status_code in (302, 403)
+
+
+def test_the_controller_command_runs_one_pass(kueue_east, fake_kube):
+    kueue.submit_job(fake_kube, kubectl_job("adhoc-train"))  # before the check exists: Kueue gave it no entry
+    out = StringIO()
+
+    call_command("admission_check_controller", "--once", "--watch-seconds", "0", stdout=out)
+
+    assert "gpu-east: done; 0 workload(s) checked" in out.getvalue()
+    assert fake_kube.get(KUEUE, "AdmissionCheck", ADMISSION_CHECK_NAME) is not None
