@@ -92,6 +92,17 @@ RULES: tuple[Rule, ...] = (
          APPLY, ("scheduling.run.ai",), ("queues",)),
     Rule("Kueue LocalQueue of each team namespace (kept on cancel).",
          APPLY, ("kueue.x-k8s.io",), ("localqueues",)),
+    Rule("Kueue admission check (provisioning/admission.py): the portal's AdmissionCheck gpu-portal-approval, "
+         "server-side applied, read back for its generation.",
+         (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),
+    Rule("Kueue admission check: the admissionChecksStrategy field of the team ClusterQueue (server-side apply of "
+         "that field only; the platform's quota stays its own).",
+         APPLY, ("kueue.x-k8s.io",), ("clusterqueues",)),
+    Rule("Kueue admission check: list and watch Workloads in every namespace.",
+         ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
+    Rule("Kueue admission check: the check's Active condition and the portal's entry in Workloads' "
+         "status.admissionChecks (merge patch of the status subresource).",
+         ("patch",), ("kueue.x-k8s.io",), ("admissionchecks/status", "workloads/status")),
     Rule("Discovery: server version and which API groups and versions are served (CRDs installed: Volcano, "
          "KAI, Kueue; scheduling.k8s.io version), as the dynamic client asks for them (RBAC matches these paths "
          "exactly). Also granted to every authenticated user by the built-in system:discovery role; declared so "

@@ -62,6 +62,14 @@ class RequestStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class RequestOrigin(models.TextChoices):
+    """How a request reached the portal: submitted to it, or found in a cluster's Kueue queue by the portal's
+    admission check (docs/admission-check.md) -- then its objects already exist and approval only admits them."""
+
+    PORTAL = "portal", "Submitted to the portal"
+    CLUSTER = "cluster", "Found in the cluster"
+
+
 REQUEST_TERMINAL = frozenset(
     {RequestStatus.REJECTED, RequestStatus.COMPLETED, RequestStatus.FAILED, RequestStatus.CANCELLED}
 )

@@ -12,6 +12,7 @@ from .choices import (
     REQUEST_TERMINAL,
     EventKind,
     PolicyStatus,
+    RequestOrigin,
     RequestStatus,
     RuleKind,
 )
@@ -102,6 +103,10 @@ class GpuRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     status_changed_at = models.DateTimeField(auto_now_add=True)
+    origin = models.CharField(
+        max_length=10, choices=RequestOrigin.choices, default=RequestOrigin.PORTAL,
+        help_text="found in the cluster: a Job applied straight into a team's Kueue queue, held by the admission check",
+    )
     # --- status reconciliation (reconcile) ---
     pods_missing_since = models.DateTimeField(
         null=True, blank=True, editable=False,

@@ -17,7 +17,7 @@ from provisioning.selectors import inventory_snapshot, team_quota_state
 
 from . import events
 from .answers import AnswersInvalid, normalise_answers
-from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
+from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestOrigin, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
 from .extensions import decision_gated
@@ -307,6 +307,8 @@ def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status:
     from provisioning.choices import JobKind
     from provisioning.services import allocation_enqueue
 
+    if to_status == RequestStatus.APPROVED and gpu_request.origin == RequestOrigin.CLUSTER:
+        return  # its objects exist already: the admission check admits them (provisioning/admission.py)
     if to_status == RequestStatus.APPROVED:
         allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
     elif to_status == RequestStatus.CANCELLED and gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():

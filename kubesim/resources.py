@@ -94,6 +94,7 @@ CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
     _crd("kueue.x-k8s.io/v1beta2", "clusterqueues", "ClusterQueue", False, "status"),
     _crd("kueue.x-k8s.io/v1beta2", "resourceflavors", "ResourceFlavor", False),
     _crd("kueue.x-k8s.io/v1beta2", "workloads", "Workload", True, "status"),
+    _crd("kueue.x-k8s.io/v1beta2", "admissionchecks", "AdmissionCheck", False, "status"),
     _crd("jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet", True, "status"),
     _crd("resource.nvidia.com/v1beta1", "computedomains", "ComputeDomain", True, "status"),
 )

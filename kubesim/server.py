@@ -350,6 +350,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
         if served is None:
             raise api_error(404, "NotFound", "the server could not find the requested resource")
         method, name = request.method.value, request.name
+        if request.subresource == "status" and name and "status" in served.subresources and method in ("GET", "PATCH"):
+            return _reply(self._status_request(request, served))
         if request.subresource or method == "PUT":
             raise api_error(405, "MethodNotAllowed", f"{method} {request.url.path} is not emulated by the fake")
         if "dryRun" in request.params:
@@ -501,6 +503,32 @@ class KubeEmulator(kmock.KubernetesEmulator):
             return live
         apimachinery.record_update(new, patch, self._manager(request), _now())
         return self._update(key, live, new)
+
+    def _status_request(self, request: rendering.Request, served: ServedResource) -> dict[str, Any]:
+        """GET or JSON-merge-PATCH of /status: only `status` changes (the rest of the body is ignored, as a real
+        status subresource does), and a `metadata.resourceVersion` in the patch must match (409 otherwise)."""
+        live = self._read(served, request.namespace, request.name)
+        if request.method.value == "GET":
+            return live
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type != "application/merge-patch+json":
+            raise api_error(415, "UnsupportedMediaType", f"{content_type or 'no content type'} on /status is not "
+                                                         "emulated by the fake (merge-patch only)")
+        patch = request.data
+        if not isinstance(patch, dict):
+            raise bad_request("the request body is not a JSON or YAML object")
+        expected = (patch.get("metadata") or {}).get("resourceVersion")
+        if expected and expected != live["metadata"].get("resourceVersion"):
+            raise api_error(409, "Conflict", f'Operation cannot be fulfilled on {served.qualified_plural} '
+                            f'"{request.name}": the object has been modified; please apply your changes to the '
+                            "latest version and try again")
+        if "status" not in patch:
+            return live
+        new = apimachinery.merge_patch(live, {"status": copy.deepcopy(patch["status"])})
+        if new == live:
+            return live
+        apimachinery.record_update(new, {"status": patch["status"]}, self._manager(request), _now())
+        return self._update((served.key, request.namespace, request.name), live, new)
 
     def _delete_request(self, request: rendering.Request, served: ServedResource) -> aiohttp.web.Response:
         key = (served.key, request.namespace, request.name)

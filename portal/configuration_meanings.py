@@ -132,6 +132,9 @@ MEANINGS: dict[str, dict[str, str]] = {
                                     "and records the actual start of those now running "
                                     "(`provisioning.wait_refresh_all`, [Why a request waits](waiting.md)); 0 turns "
                                     "it off"},
+    "PORTAL_ADMISSION_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs the Kueue admission "
+                                      "check controller per Kueue cluster (`provisioning.admission_checks_sync_all`); "
+                                      "an approval reaches the cluster within this; `0`: off"},
     # Kubernetes and provisioning
     "PORTAL_LABEL_DOMAIN": {"section": "kube", "meaning": "prefix of the labels and annotations put on Kubernetes "
                             "objects (`<domain>/request-id`, ...)"},

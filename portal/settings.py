@@ -377,6 +377,9 @@ BACKSTAGE_SYSTEM = os.environ.get("BACKSTAGE_SYSTEM", "")
 # bounded well below the interval so runs never overlap (a per-cluster Redis lock makes sure of it).
 PORTAL_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("PORTAL_RECONCILE_INTERVAL_SECONDS", "60"))
 PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECONDS", "45"))
+# The Kueue admission check (provisioning/admission.py): how often beat lists every Kueue cluster's Workloads and
+# writes the portal's check (an approval reaches the cluster within this); 0 turns the beat entry off.
+PORTAL_ADMISSION_SYNC_SECONDS = float(os.environ.get("PORTAL_ADMISSION_SYNC_SECONDS", "15"))
 # A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
 # A pod that cannot pull its image for this long fails its request (and its objects are removed).
@@ -438,6 +441,11 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     "provisioning-status-reconcile": {
         "task": "provisioning.status_reconcile_all",
         "schedule": offset_schedule(PORTAL_RECONCILE_INTERVAL_SECONDS, offset=50),
+    },
+    # Kueue admission check: each Kueue cluster's Workloads listed and the portal's check written.
+    "admission-checks-sync": {
+        "task": "provisioning.admission_checks_sync_all",
+        "schedule": _env_every("PORTAL_ADMISSION_SYNC_SECONDS", "15", offset=3),
     },
     # MIG plans: every approved or executing plan moves on as far as it can.
     "mig-plans-advance": {

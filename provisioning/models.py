@@ -744,3 +744,32 @@ class RequestWait(models.Model):
 
     def __str__(self) -> str:
         return f"wait of request #{self.request_id}"
+
+
+class AdmissionWorkload(models.Model):
+    """A Kueue Workload whose `gpu-portal-approval` admission check the portal decides, keyed by its uid: a restart
+    (or a second controller run) finds the row and never creates a second request or decides twice."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="admission_workloads")
+    uid = models.CharField(max_length=64)
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    owner_kind = models.CharField(max_length=63, blank=True)
+    owner_name = models.CharField(max_length=253, blank=True)
+    request = models.ForeignKey(
+        "intake.GpuRequest", null=True, blank=True, on_delete=models.SET_NULL, related_name="admission_workloads",
+        help_text="blank: the portal could not make a request of it (and rejected it, saying why)",
+    )
+    state = models.CharField(max_length=10, blank=True, help_text="the check state last written: Pending, Ready, Rejected")
+    message = models.TextField(blank=True)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "uid"], name="%(app_label)s_%(class)s_unique_uid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}: {self.namespace}/{self.name} ({self.state or 'undecided'})"

@@ -111,6 +111,25 @@ def mig_plans_advance() -> int:
     return mig_plans_advance_dispatch()
 
 
+@shared_task(name="provisioning.admission_checks_sync_all")
+def admission_checks_sync_all() -> int:
+    """Beat: dispatch one admission check controller run per Kueue cluster."""
+    from . import admission
+
+    return len(admission.admission_checks_sync_all())
+
+
+@shared_task(name="provisioning.admission_checks_sync", acks_late=False, soft_time_limit=120, time_limit=180)
+def admission_checks_sync(cluster_id: int) -> str:
+    """List one Kueue cluster's Workloads and write the portal's check. Not retried: the next beat is the retry."""
+    from . import admission
+
+    run = admission.admission_checks_sync(cluster_id=cluster_id)
+    if run.status == "error":
+        logger.warning("admission check: %s", run.summary())
+    return run.summary()
+
+
 # --- status reconciliation and stalled gangs (reconcile) --------------------------------------------------------
 
 NOTIFY_MAX_ATTEMPTS = 6

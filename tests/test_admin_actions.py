@@ -58,7 +58,7 @@ ROLES = {
         "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
-        "provisioning.ClusterReconcileState", "chargeback.UsageInterval", "chargeback.Adjustment",
+        "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval", "chargeback.Adjustment",
         "chargeback.UsageCollection", "chargeback.ClosedPeriod")},
 }
 

@@ -327,6 +327,7 @@ class RequestSerializer(serializers.ModelSerializer):
             "name",
             "team",
             "status",
+            "origin",
             "workload_class",
             "strategy",
             "answers",

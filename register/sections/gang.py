@@ -53,6 +53,28 @@ def _native_text(version: str, shape: dict | None) -> str:
             "enabled).")
 
 
+def approval_hold(cluster, verdict: str) -> dict:
+    """What holds a request's approval on this cluster: Kueue's admission check the portal decides, or only the
+    portal applying after approval (docs/admission-check.md). Made or inherited together with the backend."""
+    how = "decided with the signed-off gang backend" if verdict == Verdict.DECIDED else (
+        "inherited from the cluster's gang backend setting: nobody signed it off")
+    if cluster.gang_scheduler == "kueue" and cluster.api_server:
+        held_by = "admission_check"
+        text = ("Approval is enforced by the cluster: Kueue admits no Workload of the team queues until the portal's "
+                "admission check gpu-portal-approval is Ready; a Job applied with kubectl waits in the approval "
+                f"queue as a request found in the cluster ({how}).")
+    elif cluster.gang_scheduler == "kueue":
+        held_by = "portal_apply"
+        text = ("Approval is held by the portal only: it applies after approval. The cluster runs Kueue but the "
+                "portal has no API server for it, so it cannot decide an admission check there and work applied "
+                f"with kubectl is not held ({how}).")
+    else:
+        held_by = "portal_apply"
+        text = (f"Approval is held by the portal only: it applies after approval; {BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} "
+                f"has no admission check the portal decides, so work applied with kubectl is not held ({how}).")
+    return {"held_by": held_by, "verdict": verdict, "text": text}
+
+
 def _multi_pod(snapshot: Snapshot) -> tuple[dict, dict]:
     """Per cluster: multi-pod (gang) requests created in the window, and, for those, stalls and GPU-seconds
     burnt up to now. Two queries."""
@@ -109,6 +131,8 @@ def build(snapshot: Snapshot) -> SectionResult:
                          "signed it off.")
         if declared == "native" or shape is None:
             notes.append(_native_text(cluster.kubernetes_version, shape))
+        hold = approval_hold(cluster, verdict)
+        notes.append(hold["text"])
         notes.append(f"{plural(count, 'multi-pod request')} in the last {snapshot.days} days; "
                      f"{stall.get('stalled', 0)} stalled ({plural(stall.get('stalls', 0), 'stall')}), "
                      f"{burnt_hours} GPU-hours burnt while waiting.")
@@ -122,7 +146,7 @@ def build(snapshot: Snapshot) -> SectionResult:
                 "decision": decision_evidence(decision), "conflicts": conflicts,
                 "multi_pod_requests_in_window": count, "stalled_requests": stall.get("stalled", 0),
                 "stalls": stall.get("stalls", 0), "open_stalls": stall.get("open", 0),
-                "burnt_gpu_hours": str(burnt_hours),
+                "burnt_gpu_hours": str(burnt_hours), "approval_hold": hold,
             },
             notes=notes,
         ))  # fmt: skip

@@ -180,6 +180,17 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
     request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner
     request("GET", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/train")
+    # the Kueue admission check: its AdmissionCheck and the ClusterQueue's strategy, then Workloads' status
+    kueue_api = "/apis/kueue.x-k8s.io/v1beta2"
+    apply(f"{kueue_api}/admissionchecks/gpu-portal-approval", {"kind": "AdmissionCheck"})
+    apply(f"{kueue_api}/clusterqueues/gpu-portal", {"kind": "ClusterQueue"})
+    request("GET", f"{kueue_api}/admissionchecks/gpu-portal-approval")
+    request("PATCH", f"{kueue_api}/admissionchecks/gpu-portal-approval/status", body={"status": {}},
+            content_type="application/merge-patch+json")
+    request("GET", f"{kueue_api}/workloads")
+    request("GET", f"{kueue_api}/workloads", [("watch", "true")])
+    request("PATCH", f"{kueue_api}/namespaces/team-a/workloads/job-train-1a2b3/status", body={"status": {}},
+            content_type="application/merge-patch+json")
     # cancel: list each kind by the request's labels, then delete each object
     for group, version, plural in NAMESPACED:
         request("GET", f"{base(group, version)}/namespaces/team-a/{plural}",
@@ -199,7 +210,7 @@ def test_the_calls_are_recorded_as_the_api_server_sees_them(recorded_calls):
     for call in recorded_calls:
         for attrs in call.required():
             by_verb.setdefault(attrs.verb, set()).add(attrs.resource or attrs.path)
-    assert by_verb["watch"] == {"pods"}
+    assert by_verb["watch"] == {"pods", "workloads"}
     assert by_verb["delete"] >= {"deployments", "jobs", "podgroups"}
     assert "namespaces" in by_verb["create"]  # implied by server-side apply
     assert {"/version", "/apis", "/apis/scheduling.volcano.sh/v1beta1"} <= by_verb["get"]

@@ -15,11 +15,13 @@ from chargeback.services import usage_collect
 from deploy.rbac import Call, assert_least_privilege
 from intake.models import GpuRequest
 from intake.services import request_approve, request_cancel, request_submit
+from provisioning.admission import admission_checks_sync
 from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
 from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from provisioning.models import Cluster
 from provisioning.reconciliation import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
+from kubesim import kueue
 from kubesim import nodes as k
 from kubesim.server import FakeKubeAPI
 from tests.provisioning.live_fixtures import seed_fleet
@@ -90,6 +92,17 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
     Cluster.objects.filter(name="gpu-east").update(enabled=True)
     with django_capture_on_commit_callbacks(execute=True):
         request_cancel(user=engineer, request_id=serving.pk)
+
+    # The Kueue admission check: installed, a kubectl Job's Workload decided (listed, then watched).
+    Cluster.objects.filter(pk=east.pk).update(gang_scheduler="kueue")
+    assert admission_checks_sync(cluster_id=east.pk).status == "done"
+    kueue.submit_job(fake, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "adhoc", "namespace": "gpu-team-a", "labels": {kueue.QUEUE_LABEL: "gpu-team-a"}}, "spec": {
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
+                                                                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
+    run_ = admission_checks_sync(cluster_id=east.pk, watch_seconds=1)
+    assert run_.status == "done" and run_.patched == 1, run_.summary()
+    Cluster.objects.filter(pk=east.pk).update(gang_scheduler="volcano")
 
     # Live operations and metering.
     seed_fleet(fake)

@@ -256,6 +256,25 @@ def test_apply_ignores_status_of_kinds_with_a_status_subresource(dyn, kube_clien
     assert "status" not in apply(dyn, jobs, job)
 
 
+def test_a_status_merge_patch_changes_only_status_and_checks_the_resource_version(dyn, kube_client, fake_kube):
+    fake_kube.put(namespace())
+    workload = fake_kube.put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                              "metadata": {"name": "w", "namespace": NS}, "spec": {"active": True},
+                              "status": {"admissionChecks": [{"name": "a", "state": "Pending"}]}})
+    status = kube_client.resource("kueue.x-k8s.io/v1beta2", "Workload").subresources["status"]
+    body = {"metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]}, "spec": {"active": False},
+            "status": {"admissionChecks": [{"name": "a", "state": "Ready"}]}}
+
+    patched = dyn.patch(status, body=body, name="w", namespace=NS, content_type="application/merge-patch+json",
+                        serializer=raw)
+
+    assert patched["status"]["admissionChecks"] == [{"name": "a", "state": "Ready"}]
+    assert patched["spec"] == {"active": True}  # a status subresource ignores the rest of the body
+    assert patched["metadata"]["generation"] == workload["metadata"]["generation"]
+    with pytest.raises(ConflictError):  # sent with the resourceVersion it read before: someone wrote since
+        dyn.patch(status, body=body, name="w", namespace=NS, content_type="application/merge-patch+json")
+
+
 # -- watch ----------------------------------------------------------------------------------------------------------
 
 

@@ -117,3 +117,28 @@ def test_multi_pod_requests_of_the_window_their_stalls_and_the_gpu_hours_burnt(i
     assert east["notes"][-1] == ("3 multi-pod requests in the last 30 days; 2 stalled (3 stalls), 18.000 GPU-hours "
                                  "burnt while waiting.")
     assert item(build_section(gang, now=now), "gpu-west")["evidence"]["multi_pod_requests_in_window"] == 0
+
+
+def test_what_holds_approval_is_said_per_cluster_and_made_or_inherited_with_the_backend(inventory, platform_user):
+    Cluster.objects.filter(name="gpu-east").update(gang_scheduler="kueue", api_server="https://kube.example:6443")
+    decide(platform_user, "kueue")
+
+    section = build_section(gang)
+
+    east, west = item(section, "gpu-east"), item(section, "gpu-west")
+    assert east["evidence"]["approval_hold"] | {"text": ""} == {"held_by": "admission_check", "verdict": "decided",
+                                                                "text": ""}
+    assert ("Approval is enforced by the cluster: Kueue admits no Workload of the team queues until the portal's "
+            "admission check gpu-portal-approval is Ready; a Job applied with kubectl waits in the approval queue as "
+            "a request found in the cluster (decided with the signed-off gang backend).") in east["notes"]
+    assert west["evidence"]["approval_hold"]["held_by"] == "portal_apply"
+    assert ("Approval is held by the portal only: it applies after approval; native Workload API has no admission "
+            "check the portal decides, so work applied with kubectl is not held (inherited from the cluster's gang "
+            "backend setting: nobody signed it off).") in west["notes"]
+
+
+def test_kueue_without_an_api_server_holds_approval_only_in_the_portal(inventory):
+    Cluster.objects.filter(name="gpu-east").update(gang_scheduler="kueue", api_server="")
+    hold = item(build_section(gang), "gpu-east")["evidence"]["approval_hold"]
+    assert (hold["held_by"], hold["verdict"]) == ("portal_apply", "inherited")
+    assert "has no API server for it" in hold["text"]

@@ -1,0 +1,244 @@
+"""The portal as the admission check of its Kueue clusters (docs/admission-check.md).
+
+On a Kueue cluster the portal applies one AdmissionCheck (`gpu-portal-approval`, controllerName
+`gpu-portal.io/approval`) and makes the team ClusterQueue require it, so Kueue admits no Workload of a team queue
+until the portal marks its check Ready. A run lists the Workloads of every namespace (and, given time, watches
+them) and, for each one carrying the portal's check:
+
+- work the portal rendered (its pod template carries the portal's labels of an approved request, in that team's
+  namespace, under the name the renderer gave it) is marked Ready -- the portal applies only after approval;
+- anything else in a team's namespace becomes a request "found in the cluster" (`intake.found`), decided from its
+  pod template, that waits in the approval queue: Pending until the platform team decides, then Ready, or Rejected
+  with the reason (Kueue then deactivates the Workload, and its Job never starts).
+
+Idempotent, keyed by the Workload's uid (`AdmissionWorkload`): a restart finds the row, never makes a second
+request, and writes the status only where the live entry differs from the decision (lastTransitionTime moves only
+when the state does, as Kueue's SetAdmissionCheckState does).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from intake.choices import RequestOrigin, RequestStatus
+from intake.models import GpuRequest
+from portal.models import Team
+
+from .catalogue import load_catalogue
+from .kube.apply import KubernetesApplier
+from .kube.client import KubeClient
+from .kube.errors import KubeError
+from .kube.workloads import (
+    list_workloads,
+    patch_admission_check_conditions,
+    patch_workload_checks,
+    read_admission_check,
+    watch_workloads,
+)
+from .manifests.admission import (
+    ADMISSION_CHECK_NAME,
+    PENDING,
+    READY,
+    REJECTED,
+    active_condition,
+    build_admission_check,
+    build_cluster_queue_check,
+    check_state,
+    with_check_state,
+    workload_owner,
+    workload_pod_labels,
+)
+from .manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from .manifests.names import k8s_name, request_base_name, team_namespace
+from .models import AdmissionWorkload, Cluster
+
+logger = logging.getLogger(__name__)
+
+# Request statuses whose work may run: approved, and everything an approved request moves on to.
+ADMITTED_STATUSES = {RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.RUNNING, RequestStatus.STALLED,
+                     RequestStatus.COMPLETED}
+
+
+@dataclass
+class AdmissionRun:
+    cluster: str
+    status: str = "done"  # done | skipped | error
+    seen: int = 0  # Workloads carrying the portal's check
+    patched: int = 0  # status writes
+    found: int = 0  # requests newly found in the cluster
+    message: str = ""
+
+    def summary(self) -> str:
+        return (f"{self.cluster}: {self.status}; {self.seen} workload(s) checked, {self.patched} status write(s), "
+                f"{self.found} found in the cluster" + (f"; {self.message}" if self.message else ""))
+
+
+def _now() -> str:
+    return timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def admission_check_install(*, kube: KubeClient, cluster: Cluster) -> None:
+    """Apply the AdmissionCheck and the team ClusterQueue's admissionChecksStrategy (server-side apply: only that
+    field is the portal's), and say the check is Active, as Kueue expects of its controller."""
+    labels = {MANAGED_BY_KEY: MANAGED_BY}
+    applier = KubernetesApplier(kube.connection, client=kube, label_domain=settings.PORTAL_LABEL_DOMAIN)
+    applier.apply([build_admission_check(labels), build_cluster_queue_check(cluster.gang_queue, labels)])
+    check = read_admission_check(kube, ADMISSION_CHECK_NAME)
+    generation = check["metadata"].get("generation", 1)
+    conditions = (check.get("status") or {}).get("conditions") or []
+    active = next((c for c in conditions if c.get("type") == "Active"), {})
+    if active.get("status") != "True" or active.get("observedGeneration") != generation:
+        others = [c for c in conditions if c.get("type") != "Active"]
+        patch_admission_check_conditions(kube, check, [*others, active_condition(generation, _now())])
+
+
+def _portal_request(namespace: str, owner_name: str, labels: dict) -> tuple[GpuRequest | None, str]:
+    """The request the portal rendered this work for, or (None, why it is not one) when its labels lie."""
+    request_id = labels.get(f"{settings.PORTAL_LABEL_DOMAIN}/request-id", "")
+    gpu_request = (GpuRequest.objects.select_related("team").filter(pk=int(request_id), origin=RequestOrigin.PORTAL)
+                   .first() if request_id.isdigit() else None)
+    if (gpu_request is None or team_namespace(gpu_request.team.slug) != namespace
+            or not owner_name.startswith(request_base_name(gpu_request.name, gpu_request.pk))):
+        return None, (f"It carries the GPU portal's labels (request {request_id or 'unnamed'}) but is not an object "
+                      "the portal rendered for that request; submit it through the portal.")
+    return gpu_request, ""
+
+
+def _team_of(namespace: str) -> Team | None:
+    return next((t for t in Team.objects.all() if team_namespace(t.slug) == namespace), None)
+
+
+def _bind(row: AdmissionWorkload, workload: dict) -> bool:
+    """Give a new row its request: the portal's own, or one found in the cluster. Returns True if found."""
+    from intake.found import CannotDecide, answers_from_pod_template, request_found_in_cluster
+
+    labels = workload_pod_labels(workload)
+    if labels.get(MANAGED_BY_KEY) == MANAGED_BY:
+        row.request, row.message = _portal_request(row.namespace, row.owner_name, labels)
+        return False
+    team = _team_of(row.namespace)
+    if team is None:
+        row.message = (f"Namespace {row.namespace} is not a GPU portal team's namespace; only teams' work enters "
+                       "this queue.")
+        return False
+    pod_sets = (workload.get("spec") or {}).get("podSets") or [{}]
+    where = (f"{row.owner_kind or 'Workload'} {row.namespace}/{row.owner_name or row.name} on cluster "
+             f"{row.cluster.name} (Workload {row.name}, uid {row.uid})")
+    try:
+        found = answers_from_pod_template(owner_kind=row.owner_kind, replicas=pod_sets[0].get("count", 1),
+                                          template=pod_sets[0].get("template") or {}, catalogue=load_catalogue())
+        row.request = request_found_in_cluster(team=team, cluster_name=row.cluster.name,
+                                               name=k8s_name(row.owner_name or row.name),
+                                               found=found, where=where)
+    except CannotDecide as exc:
+        row.message = f"The GPU portal cannot make a request of it: {exc.message}"
+        return False
+    return True
+
+
+def desired_state(row: AdmissionWorkload) -> tuple[str, str]:
+    """(state, message) of the portal's check for this Workload, from its request's status."""
+    gpu_request = row.request
+    if gpu_request is None:
+        return REJECTED, row.message
+    where = f"request #{gpu_request.pk} in the GPU portal"
+    if gpu_request.status == RequestStatus.PENDING_APPROVAL:
+        return PENDING, f"Waiting for the platform team's approval: {where}."
+    if gpu_request.status in ADMITTED_STATUSES:
+        return READY, f"Approved: {where}."
+    if gpu_request.status == RequestStatus.REJECTED:
+        event = gpu_request.events.filter(to_status=RequestStatus.REJECTED).order_by("-at", "-id").first()
+        return REJECTED, f"Rejected by the platform team ({where}): {event.comment if event else ''}".rstrip(": ")
+    return REJECTED, f"The {where} is {gpu_request.get_status_display().lower()}."
+
+
+def _row_for(cluster: Cluster, workload: dict) -> tuple[AdmissionWorkload, bool]:
+    """The Workload's row, made (and its request bound) the first time it is seen; (row, found now)."""
+    meta = workload["metadata"]
+    owner = workload_owner(workload)
+    with transaction.atomic():
+        row, created = AdmissionWorkload.objects.select_for_update(no_key=True, of=("self",)).get_or_create(
+            cluster=cluster, uid=meta["uid"],
+            defaults={"namespace": meta.get("namespace", ""), "name": meta["name"], "owner_kind": owner["kind"],
+                      "owner_name": owner["name"]},
+        )
+        found = False
+        if created:
+            found = _bind(row, workload)
+            row.save(update_fields=["request", "message"])
+    return AdmissionWorkload.objects.select_related("request", "cluster").get(pk=row.pk), found
+
+
+def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload: dict, run: AdmissionRun) -> None:
+    """Decide one Workload's check and write it if the live entry says otherwise."""
+    live = check_state(workload)
+    if live is None or workload["metadata"].get("deletionTimestamp"):
+        return  # not in a queue that requires the portal's check, or going away
+    run.seen += 1
+    row, found = _row_for(cluster, workload)
+    run.found += int(found)
+    state, message = desired_state(row)
+    if live.get("state") != state or live.get("message") != message:
+        checks = with_check_state(workload["status"]["admissionChecks"], state=state, message=message, now=_now())
+        patch_workload_checks(kube, workload, checks)
+        run.patched += 1
+    if row.state != state or row.message != message:
+        changed = row.state != state
+        row.state, row.message = state, message
+        row.state_changed_at = timezone.now() if changed else row.state_changed_at
+        row.save(update_fields=["state", "message", "state_changed_at"])
+
+
+def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: KubeClient | None = None) -> AdmissionRun:
+    """One controller run for a cluster: install the check, LIST the Workloads and decide each, then WATCH for
+    `watch_seconds` deciding each change. A Kubernetes error ends the run (the next run lists again)."""
+    from .services import cluster_connection
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    run = AdmissionRun(cluster=cluster.name)
+    if cluster.gang_scheduler != "kueue" or not cluster.api_server or not cluster.enabled:
+        run.status, run.message = "skipped", "not an enabled Kueue cluster the portal reaches through its API server"
+        return run
+    own_client = kube is None
+    try:
+        kube = kube or KubeClient(cluster_connection(cluster))
+        admission_check_install(kube=kube, cluster=cluster)
+        snapshot = list_workloads(kube)
+        for workload in snapshot.workloads:
+            _reconcile_quietly(kube, cluster, workload, run)
+        if watch_seconds > 0:
+            for event in watch_workloads(kube, resource_version=snapshot.resource_version,
+                                         timeout_seconds=watch_seconds):
+                if event.type in ("ADDED", "MODIFIED"):
+                    _reconcile_quietly(kube, cluster, event.object, run)
+    except KubeError as exc:
+        run.status, run.message = "error", str(exc)
+    finally:
+        if own_client and kube is not None:
+            kube.close()
+    return run
+
+
+def _reconcile_quietly(kube: KubeClient, cluster: Cluster, workload: dict, run: AdmissionRun) -> None:
+    """A conflict on one Workload (Kueue wrote in between) is left to the next pass, which reads it again."""
+    try:
+        workload_admission_reconcile(kube=kube, cluster=cluster, workload=workload, run=run)
+    except KubeError as exc:
+        if getattr(exc, "status", None) != 409:
+            raise
+        logger.info("admission check: %s changed meanwhile; the next pass decides it", workload["metadata"]["name"])
+
+
+def admission_checks_sync_all() -> list[int]:
+    """Beat: one controller run per enabled Kueue cluster reached through its API server. Returns their ids."""
+    from . import tasks
+
+    ids = list(Cluster.objects.filter(enabled=True, gang_scheduler="kueue").exclude(api_server="")
+               .order_by("name").values_list("pk", flat=True))
+    for cluster_id in ids:
+        tasks.admission_checks_sync.apply_async(args=[cluster_id], expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
+    return ids
