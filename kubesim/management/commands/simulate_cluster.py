@@ -77,8 +77,7 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot listen on 127.0.0.1:{options['port']}: {exc}") from exc
         stop = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
+        previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             seeded = cluster.seed(fake)
             self.stdout.write(f"simulated cluster serving {fake.url} ({seeded} objects seeded; CA {ca.ca_file})")
@@ -99,6 +98,8 @@ class Command(BaseCommand):
                 stop.wait(options["tick_seconds"])
         finally:
             fake.stop()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def _register(self, fake: FakeKubeAPI, name: str, ca_file: str) -> None:
         if not _loopback_allowed():
