@@ -239,7 +239,9 @@ class Simulation:
         addresses = {n["metadata"]["name"]: next((a["address"] for a in n["status"].get("addresses") or []
                                                   if a["type"] == "InternalIP"), "10.0.0.1")
                      for n in self.fake.find("v1", "Node")}
-        for pod in self.fake.find("v1", "Pod"):
+        pods = self.fake.find("v1", "Pod")
+        gang_started = _gang_start_times(pods)
+        for pod in pods:
             node, phase = pod["spec"].get("nodeName"), pod["status"].get("phase")
             if not node or phase in TERMINAL_PHASES:
                 continue
@@ -248,7 +250,11 @@ class Simulation:
                 if now - (_moment(scheduled.get("lastTransitionTime")) or now) >= self.scenario.start_seconds:
                     self._start(pod, addresses.get(node, "10.0.0.1"), now)
             elif phase == "Running" and _owner_kind(pod) == "Job":
-                started = _moment(pod["status"].get("startTime")) or now
+                # A rank of a gang works only once every rank runs (they meet at the rendezvous first).
+                job_uid = pod["metadata"]["labels"].get("batch.kubernetes.io/controller-uid", "")
+                if job_uid in gang_started and gang_started[job_uid] is None:
+                    continue
+                started = gang_started.get(job_uid) or _moment(pod["status"].get("startTime")) or now
                 owner = pod["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") or \
                     pod["metadata"]["labels"].get("batch.kubernetes.io/job-name", "")
                 if now - started >= self.scenario.run_seconds_for(owner):
@@ -344,6 +350,23 @@ class Simulation:
         replacement["status"]["allocatable"] = advertised
         replacement["status"]["capacity"] = dict(advertised)
         self.fake.put(replacement)
+
+
+def _gang_start_times(pods: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Per Job of several pods (by uid): when its last rank started running, or None while a rank is not running."""
+    by_job: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        uid = pod["metadata"]["labels"].get("batch.kubernetes.io/controller-uid")
+        if uid and pod["status"].get("phase") != "Failed":
+            by_job.setdefault(uid, []).append(pod)
+    starts: dict[str, float | None] = {}
+    for uid, ranks in by_job.items():
+        if len(ranks) < 2:
+            continue
+        times = [_moment(p["status"].get("startTime")) if p["status"].get("phase") in ("Running", "Succeeded")
+                 else None for p in ranks]
+        starts[uid] = None if None in times else max(times)
+    return starts
 
 
 def _owner_kind(pod: Mapping[str, Any]) -> str:

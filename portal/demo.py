@@ -157,12 +157,16 @@ FLOW_REQUESTS = [
 ]
 
 
-def load_demo_flows(*, cluster_name: str) -> str:
+def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 120) -> str:
     """Submit (and approve) the requests that run on the simulated cluster, then propose and approve a MIG plan for
-    the demand left unmet. Idempotent; returns a line per step for the command's output."""
-    from provisioning.mig import mig_plan_approve, mig_plan_propose
-    from provisioning.models import Cluster, MigPlan
+    the demand left unmet. Idempotent; returns a line per step for the command's output.
 
+    The training gang policy's stall threshold is shortened (default 2 minutes instead of 15) so that the stalled
+    gang is flagged within the demo's first minutes; the admin's gang policy page shows and resets it."""
+    from provisioning.mig import mig_plan_approve, mig_plan_propose
+    from provisioning.models import Cluster, GangPolicy, MigPlan
+
+    GangPolicy.objects.filter(workload_class="training").update(stall_after_seconds=training_stall_after_seconds)
     User = get_user_model()
     platform, reviewer = User.objects.get(username="pat"), User.objects.get(username="quinn")
     lines = []
