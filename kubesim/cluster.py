@@ -29,7 +29,10 @@ def gpu_cluster_objects() -> list[dict[str, Any]]:
     # Whole H200s without a shared NVLink domain.
     objects += [nodes.gpu_node(f"h200-train-{i}", model="H200-141GB", pool="h200-train") for i in range(2)]
     # MIG (mixed strategy): the MIG planner's nodes.
-    objects += [_mark_mig(nodes.h200_mig_node(f"h200-mig-{i}"), "H200-141GB") for i in range(2)]
+    # h200-mig-1 runs all-1g.18gb, not the declared all-balanced: fewer 3g.71gb slices than the pool promises, which
+    # inventory reports and the MIG planner fixes for the demo's 3g.71gb demand.
+    objects += [_mark_mig(nodes.h200_mig_node("h200-mig-0"), "H200-141GB"),
+                _mark_mig(nodes.h200_mig_node("h200-mig-1", layout="all-1g.18gb"), "H200-141GB")]
     objects += [_mark_mig(nodes.a100_mig_node(f"a100-mig-{i}"), "A100-80GB") for i in range(2)]
     # Time-sliced L40S (renameByDefault: nvidia.com/gpu.shared) and MPS-shared H100s.
     objects += [nodes.l40s_shared_node(f"l40s-shared-{i}") for i in range(2)]

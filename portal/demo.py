@@ -152,7 +152,7 @@ FLOW_REQUESTS = [
      "gpu_memory_gb": 60, "gpus_per_replica": 8, "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
      "command": ["torchrun", "pretrain.py"], "expected_hours": 24}, True),
     ("nlp", "embedding-serving", "bob", {"workload_class": "inference", "tenancy": "multi_tenant",
-     "latency": "latency_sensitive", "gpu_memory_gb": 30, "replicas": 20,
+     "latency": "latency_sensitive", "gpu_memory_gb": 60, "replicas": 10,
      "image": "nvcr.io/nvidia/tritonserver:25.01-py3", "expected_hours": 720}, False),
 ]
 

@@ -159,4 +159,4 @@ def test_a_mig_layout_change_goes_pending_then_success_after_the_scaled_delay(si
     expected = {k: str(v) for k, v in nodes.mig_resources("H200-141GB", "all-1g.18gb").items()}
     assert {k: v for k, v in node["status"]["allocatable"].items() if k.startswith("nvidia.com/")} == expected
     untouched = fake_kube.get("v1", "Node", "h200-mig-1")["metadata"]["labels"]
-    assert untouched["nvidia.com/mig.config"] == "all-balanced"
+    assert untouched["nvidia.com/mig.config"] == "all-1g.18gb" and untouched["nvidia.com/mig.config.state"] == "success"

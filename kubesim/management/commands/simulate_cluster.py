@@ -6,23 +6,14 @@ stopped (kubesim.kubelet). It is a development tool: the portal treats it as any
 """
 from __future__ import annotations
 
-import logging
 import signal
 import threading
-from pathlib import Path
 
-from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from kubesim import cluster
 from kubesim.kubelet import Simulation
+from kubesim.runner import register_and_sync, serve_and_seed
 from kubesim.scenario import MIG_SECONDS_PER_GPU, Scenario
-from kubesim.server import FakeKubeAPI
-from kubesim.tls import make_ca
-
-# The cluster's ServiceAccount token: the fake API server accepts any bearer token, as it checks no RBAC.
-SIMULATED_TOKEN = "simulated-cluster-token"
 
 
 def _name_seconds(value: str) -> tuple[str, float]:
@@ -68,20 +59,12 @@ class Command(BaseCommand):
             stall_gangs=tuple(options["stall_gang"]), mig_seconds_per_gpu=options["mig_seconds_per_gpu"],
             time_scale=options["time_scale"],
         )  # fmt: skip
-        ca_dir = Path(options["ca_dir"])
-        ca_dir.mkdir(parents=True, exist_ok=True)
-        ca = make_ca(ca_dir, common_name="gpu-portal simulated cluster CA")
-        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-        try:
-            fake = FakeKubeAPI.start(port=options["port"], ca=ca)
-        except OSError as exc:
-            raise CommandError(f"cannot listen on 127.0.0.1:{options['port']}: {exc}") from exc
+        fake = serve_and_seed(port=options["port"], ca_dir=options["ca_dir"])
         stop = threading.Event()
         previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
-            seeded = cluster.seed(fake)
-            self.stdout.write(f"simulated cluster serving {fake.url} ({seeded} objects seeded; CA {ca.ca_file})")
-            self._register(fake, options["name"], ca.ca_file)
+            self.stdout.write(f"simulated cluster serving {fake.url} (CA {fake.ca_file})")
+            register_and_sync(fake, name=options["name"], stdout=self.stdout, stderr=self.stderr)
             if options["demo_flows"]:
                 from portal.demo import load_demo_flows
 
@@ -100,22 +83,3 @@ class Command(BaseCommand):
             fake.stop()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-
-    def _register(self, fake: FakeKubeAPI, name: str, ca_file: str) -> None:
-        if not _loopback_allowed():
-            raise CommandError("the portal may not call 127.0.0.1: add 127.0.0.0/8 to PORTAL_OUTBOUND_ALLOWED_NETWORKS "
-                               "(scripts/demo does) so it can reach the simulated cluster")
-        call_command("register_cluster", name, "--server", fake.url, "--token", SIMULATED_TOKEN,
-                     "--ca-cert-file", ca_file, "--kubernetes-version", fake.git_version.lstrip("v").rsplit(".", 1)[0],
-                     stdout=self.stdout, stderr=self.stderr)
-        call_command("sync_inventory", "--cluster", name, stdout=self.stdout, stderr=self.stderr)
-
-
-def _loopback_allowed() -> bool:
-    from portal.outbound import OutboundBlocked, check_url
-
-    try:
-        check_url("https://127.0.0.1/")
-    except OutboundBlocked:
-        return False
-    return True
