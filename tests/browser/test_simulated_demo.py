@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from chargeback.models import UsageInterval
+from chargeback.periods import add_months, month_start
 from chargeback.tasks import usage_collect
 from intake.models import GpuRequest
 from kubesim.kubelet import Simulation
@@ -99,12 +100,19 @@ def test_the_demo_shows_every_flow_on_the_simulated_cluster_without_a_click(page
             page.goto(f"{live_server.url}/admin/provisioning/migplan/{plan.pk}/change/")
             page.get_by_text("h200-mig-1").first.wait_for()
             saved.append(shot(page, "sim-3-platform-mig-plan"))
-            page.goto(f"{live_server.url}/admin/logout/")
+            page.click("text=Log out")
 
             # Finance: this month's usage of the simulated cluster's requests on the chargeback page.
             sign_in(page, live_server, "fiona")
+            this_month = month_start(timezone.now().date())
+            next_month = add_months(this_month, 1)
             page.goto(f"{live_server.url}/chargeback/")
-            page.locator("[data-testid=report-table] tbody tr").first.wait_for()
+            page.fill("#id_start", this_month.isoformat())
+            page.fill("#id_end", next_month.isoformat())
+            page.click("[data-testid=report-form] button[type=submit]")
+            page.wait_for_url(f"**start={this_month.isoformat()}**")
+            row = page.locator("[data-testid=report-table] tbody tr", has_text="vision").filter(has_text="H100-80GB")
+            row.wait_for()  # the simulated gang's GPU-hours, accruing since it started
             assert page.locator("svg").count() >= 1
             saved.append(shot(page, "sim-4-finance-this-month"))
 
