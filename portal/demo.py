@@ -157,11 +157,11 @@ FLOW_REQUESTS = [
 ]
 
 
-def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 120) -> str:
+def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 60) -> str:
     """Submit (and approve) the requests that run on the simulated cluster, then propose and approve a MIG plan for
     the demand left unmet. Idempotent; returns a line per step for the command's output.
 
-    The training gang policy's stall threshold is shortened (default 2 minutes instead of 15) so that the stalled
+    The training gang policy's stall threshold is shortened (default 1 minute instead of 15) so that the stalled
     gang is flagged within the demo's first minutes; the admin's gang policy page shows and resets it."""
     from provisioning.mig import mig_plan_approve, mig_plan_propose
     from provisioning.models import Cluster, GangPolicy, MigPlan
