@@ -44,7 +44,7 @@ import yaml
 from kmock._internal import apps, k8s_dicts, parsing, rendering
 
 from kubesim import apimachinery
-from kubesim.tls import test_ca
+from kubesim.tls import TestCA, test_ca
 from kubesim.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources, version_priority
 
 T = TypeVar("T")
@@ -856,20 +856,24 @@ class FakeKubeAPI:
 
     @classmethod
     def start(
-        cls, *, git_version: str = DEFAULT_GIT_VERSION, custom_resources=CUSTOM_RESOURCES, tls: bool = True
+        cls, *, git_version: str = DEFAULT_GIT_VERSION, custom_resources=CUSTOM_RESOURCES, tls: bool = True,
+        port: int | None = None, ca: TestCA | None = None,
     ) -> FakeKubeAPI:
         """Serve https with a certificate of the run's test CA (`ca_pem`, `ca_file`); `tls=False` serves plain
-        http, for the tests that opt into an unverified connection on purpose."""
+        http, for the tests that opt into an unverified connection on purpose. `port` fixes the loopback port
+        (default: a free one) and `ca` the CA signing the certificate (the simulated cluster keeps its own)."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="fake-kube-api", daemon=True)
         thread.start()
         fake = cls(loop, thread)
+        fake._ca = ca or test_ca()
 
         async def enter() -> None:  # asyncio objects are made on the loop that will use them
             fake.emulator = KubeEmulator(git_version=git_version, custom_resources=tuple(custom_resources))
             await fake.emulator.__aenter__()
-            server_cls = functools.partial(_TLSServer, ssl_context=test_ca().server_context()) if tls else None
-            fake._server = kmock.Server(fake.emulator, **({"server_cls": server_cls} if server_cls else {}))
+            server_cls = functools.partial(_TLSServer, ssl_context=fake._ca.server_context()) if tls else None
+            options = ({"server_cls": server_cls} if server_cls else {}) | ({"port": port} if port else {})
+            fake._server = kmock.Server(fake.emulator, **options)
             await fake._server.__aenter__()
 
         fake._run(enter())
@@ -910,11 +914,11 @@ class FakeKubeAPI:
     @property
     def ca_pem(self) -> str:
         """The CA that signed the fake's certificate (empty when it serves plain http)."""
-        return test_ca().ca_pem if self.tls else ""
+        return self._ca.ca_pem if self.tls else ""
 
     @property
     def ca_file(self) -> str:
-        return test_ca().ca_file
+        return self._ca.ca_file
 
     @property
     def requests(self) -> list[RecordedRequest]:

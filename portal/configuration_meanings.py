@@ -242,4 +242,15 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "HOST": {"meaning": "the address `./scripts/demo` listens on: loopback unless you say otherwise (`0.0.0.0` or "
                         "`::` serve every interface); it is added to `ALLOWED_HOSTS` when that is not set"},
     "VENV": {"meaning": "the virtualenv the scripts create and use"},
+    "SIMULATOR": {"meaning": "`./scripts/demo` starts the simulated GPU cluster (`manage.py simulate_cluster`, "
+                             "docs/simulated-cluster.md) unless it is `0`; with it, the script also allows loopback in "
+                             "`PORTAL_OUTBOUND_ALLOWED_NETWORKS` and shortens `PORTAL_RECONCILE_INTERVAL_SECONDS` and "
+                             "`CHARGEBACK_COLLECT_SECONDS` when they are unset"},
+    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to "
+                                                    "`127.0.0.0/8` when unset, so the portal may call it"},
+    "PORTAL_RECONCILE_INTERVAL_SECONDS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to 15 "
+                                                     "when unset (pods read at demo pace)"},
+    "CHARGEBACK_COLLECT_SECONDS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to 60 when unset "
+                                              "(usage collected at demo pace)"},
+    "SIM_PORT": {"meaning": "the loopback port of the simulated cluster's API server in `./scripts/demo`"},
 }

@@ -2,6 +2,7 @@
 GPU usage (chargeback.demo), all made through the same services a real user goes through. Idempotent."""
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from intake.choices import RequestStatus
@@ -134,3 +135,58 @@ def load_demo() -> dict:
     load_demo_register(users={name: user for name, (user, _) in users.items()})
     # --- end platform decision register ---
     return {name: token for name, (_, token) in users.items()}
+
+
+# Requests that run on the simulated cluster (`manage.py simulate_cluster --demo-flows`, started by scripts/demo
+# with the scenario of docs/simulated-cluster.md): a long training gang, a short job that completes, a gang the
+# scenario stalls, and MIG demand the current layouts cannot meet, for a MIG plan to execute.
+FLOW_REQUESTS = [
+    # (team, name, requester, answers, approve)
+    ("vision", "detector-pretrain", "alice", {"workload_class": "training", "tenancy": "dedicated", "latency": "batch",
+     "gpu_memory_gb": 60, "gpus_per_replica": 8, "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+     "command": ["torchrun", "pretrain.py"], "expected_hours": 48}, True),
+    ("vision", "eval-checkpoints", "carol", {"workload_class": "training", "tenancy": "dedicated", "latency": "batch",
+     "gpu_memory_gb": 60, "gpus_per_replica": 1, "replicas": 1, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+     "command": ["python", "eval.py"], "expected_hours": 1}, True),
+    ("nlp", "llm-pretrain", "bob", {"workload_class": "training", "tenancy": "dedicated", "latency": "batch",
+     "gpu_memory_gb": 60, "gpus_per_replica": 8, "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+     "command": ["torchrun", "pretrain.py"], "expected_hours": 24}, True),
+    ("nlp", "embedding-serving", "bob", {"workload_class": "inference", "tenancy": "multi_tenant",
+     "latency": "latency_sensitive", "gpu_memory_gb": 60, "replicas": 10,
+     "image": "nvcr.io/nvidia/tritonserver:25.01-py3", "expected_hours": 720}, False),
+]
+
+
+def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 60) -> str:
+    """Submit (and approve) the requests that run on the simulated cluster, then propose and approve a MIG plan for
+    the demand left unmet. Idempotent; returns a line per step for the command's output.
+
+    The training gang policy's stall threshold is shortened (default 1 minute instead of 15) so that the stalled
+    gang is flagged within the demo's first minutes; the admin's gang policy page shows and resets it."""
+    from provisioning.mig import mig_plan_approve, mig_plan_propose
+    from provisioning.models import Cluster, GangPolicy, MigPlan
+
+    GangPolicy.objects.filter(workload_class="training").update(stall_after_seconds=training_stall_after_seconds)
+    User = get_user_model()
+    platform, reviewer = User.objects.get(username="pat"), User.objects.get(username="quinn")
+    lines = []
+    for team_slug, name, requester, answers, approve in FLOW_REQUESTS:
+        team = Team.objects.get(slug=team_slug)
+        if GpuRequest.objects.filter(team=team, name=name).exists():
+            continue
+        with transaction.atomic():
+            gpu_request = request_submit(user=User.objects.get(username=requester), team=team, name=name,
+                                         raw_answers=answers)
+            if approve and gpu_request.status == RequestStatus.PENDING_APPROVAL:
+                request_approve(user=platform, request_id=gpu_request.pk, comment="Demo: approved.")
+        gpu_request.refresh_from_db()
+        lines.append(f"demo request {team_slug}/{name}: {gpu_request.status} on {gpu_request.decision.get('cluster')}"
+                     f" ({gpu_request.decision.get('node_pool')})")
+    cluster = Cluster.objects.get(name=cluster_name)
+    if not MigPlan.objects.filter(cluster=cluster).exists():
+        outcome = mig_plan_propose(user=platform, cluster=cluster)
+        lines.append(outcome.message)
+        if outcome.plan is not None:
+            mig_plan_approve(user=reviewer, plan_id=outcome.plan.pk)
+            lines.append(f"MIG plan #{outcome.plan.pk} approved by quinn")
+    return "\n".join(lines)

@@ -6,6 +6,7 @@ REDIS_URL. docs/security.md lists what holds by code and what by configuration.
 """
 import base64
 import hashlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -61,6 +62,10 @@ INSTALLED_APPS = [
     "chargeback",
     "register",  # platform decision register (branch register)
 ]
+# The simulated cluster's `manage.py simulate_cluster` (docs/simulated-cluster.md), where its `sim` extra (kmock) is
+# installed: the demo and the tests; a production image has no kmock, so no such command.
+if importlib.util.find_spec("kmock") is not None:
+    INSTALLED_APPS.append("kubesim")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
