@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "provisioning",
     "chargeback",
     "register",  # platform decision register (branch register)
+    "demo",  # the quickstart's load_demo command; above every domain app
 ]
 
 MIDDLEWARE = [
