@@ -36,7 +36,7 @@ def build_requests():
     from intake.models import GpuRequest, PolicyVersion
     from provisioning.demo import CLUSTERS
     from portal.services import team_upsert, user_upsert
-    from provisioning.catalogue import load_catalogue
+    from gpu.catalogue import load_catalogue
     from provisioning.inventory import cluster_declare
 
     for spec in CLUSTERS:

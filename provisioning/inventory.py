@@ -10,8 +10,9 @@ from django.core.exceptions import FieldError
 from django.db import transaction
 from django.utils import timezone
 
+from gpu.catalogue import load_catalogue
+
 from . import discovery, renderability
-from .catalogue import load_catalogue
 from .choices import Applier, PoolSource, SchedulingModel
 from .credentials import cluster_server_changed
 from .kube import inventory as kube_inventory

@@ -33,9 +33,9 @@ from django.utils import timezone
 
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.roles import is_platform
+from gpu.catalogue import load_catalogue
 
 from . import selectors
-from .catalogue import load_catalogue
 from .choices import MIG_PLAN_ACTIVE, MIG_STEP_FINISHED, MIG_STEP_TRANSITIONS, MigPlanStatus, MigStepState
 from .kube import inventory as kube_inventory
 from .kube.client import KubeClient

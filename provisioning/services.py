@@ -15,10 +15,10 @@ from intake import events
 from intake.choices import REQUEST_TRANSITIONS, RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_transition
+from gpu.catalogue import Catalogue, load_catalogue
 
 from .appliers.base import Applier
 from .appliers.factory import applier_for
-from .catalogue import Catalogue, load_catalogue
 from .choices import JOB_FINISHED, JobKind, JobStatus
 from .choices import Applier as ApplierKind
 from .credentials import cluster_connection  # noqa: F401 - callers reach connections through the services
