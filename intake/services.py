@@ -15,7 +15,7 @@ from portal.selectors import team_can_request_for
 from provisioning.manifests.names import PREVIEW_MAX_ID, preview_name
 from provisioning.selectors import inventory_snapshot, team_quota_state
 
-from . import events
+from . import events, hooks
 from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
@@ -295,14 +295,9 @@ def _check_edge(gpu_request: GpuRequest, to_status: str) -> None:
 
 
 def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
-    """Work a status change causes, recorded in this transaction and dispatched only after commit."""
-    from provisioning.choices import JobKind
-    from provisioning.services import allocation_enqueue
-
-    if to_status == RequestStatus.APPROVED:
-        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
-    elif to_status == RequestStatus.CANCELLED and gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
-        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
+    """Work a status change causes, recorded in this transaction and dispatched only after commit, by the layers
+    above that subscribed to the new status (intake.hooks: provisioning enqueues its apply and teardown jobs)."""
+    hooks.announce_entering(gpu_request, from_status=from_status, to_status=to_status)
 
 
 def _visible_for_update(*, user, request_id) -> GpuRequest:

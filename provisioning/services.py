@@ -140,6 +140,17 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
     return job
 
 
+def allocation_on_approved(*, gpu_request, from_status: str) -> None:
+    """intake.hooks, on entering approved: the request gets its apply job."""
+    allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
+
+
+def allocation_on_cancelled(*, gpu_request, from_status: str) -> None:
+    """intake.hooks, on entering cancelled: what was applied (or is being applied) is torn down."""
+    if gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
+        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
+
+
 def dispatch_job(*, job_id: int, task) -> bool:
     """Send the job's task to the broker. A broker outage is not the user's problem: one connection attempt, and
     if it fails the job stays queued and the beat sweep (`sweeps.allocation_sweep`) sends it later."""
