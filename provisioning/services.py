@@ -21,7 +21,7 @@ from .appliers.base import Applier
 from .appliers.factory import applier_for
 from .choices import JOB_FINISHED, JobKind, JobStatus
 from .choices import Applier as ApplierKind
-from .credentials import cluster_connection  # noqa: F401 - callers reach connections through the services
+from .kube.connection import cluster_connection
 from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
 from .manifests.labels import selector_for_request
