@@ -1,15 +1,21 @@
-"""What the request state machine announces to the layers above intake, which subscribe from their
-`AppConfig.ready()` (provisioning: "on entering approved, enqueue the apply job"), so that intake never imports them.
+"""What intake announces to the layers above it and what it asks of them, filled from their `AppConfig.ready()`,
+so that intake never imports them.
 
-Hooks run inside the transition's transaction, under the request's row lock, in the order they were registered; work
-they cause is dispatched after commit (`transaction.on_commit`), as every state change here does.
+- Status hooks: the request state machine announces each status it enters (provisioning: "on entering approved,
+  enqueue the apply job"). They run inside the transition's transaction, under the request's row lock, in the order
+  they were registered; work they cause is dispatched after commit (`transaction.on_commit`).
+- Providers: one function each that only an upper layer can supply (provisioning: the inventory snapshot the
+  decision reads). Calling one nobody provided is a programming error, said by name.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from django.db.models import Subquery
+
+    from .decisions import Inventory
     from .models import GpuRequest
 
 
@@ -34,3 +40,29 @@ def announce_entering(gpu_request: GpuRequest, *, from_status: str, to_status: s
     """Called by `request_transition` and `request_transition_many` once the new status is saved."""
     for hook in entering_hooks(to_status):
         hook(gpu_request=gpu_request, from_status=from_status)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Provider(Generic[P, R]):
+    """A function an upper layer supplies from its `ready()`; intake calls the provider as it would the function."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._function: Callable[P, R] | None = None
+
+    def provide(self, function: Callable[P, R]) -> None:
+        self._function = function  # replaced, not doubled, by a second ready()
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._function is None:
+            raise RuntimeError(f"nothing provides {self.name}: is the app that provides it in INSTALLED_APPS?")
+        return self._function(*args, **kwargs)
+
+
+# The clusters and pools the decision places on (provisioning.selectors.inventory_snapshot).
+inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
+# An expression whose value changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
+inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")

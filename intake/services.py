@@ -13,13 +13,14 @@ from portal.models import Team, slug_validator
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for
 from provisioning.manifests.names import PREVIEW_MAX_ID, preview_name
-from provisioning.selectors import inventory_snapshot, team_quota_state
+from provisioning.selectors import team_quota_state
 
 from . import events, hooks
 from .answers import AnswersInvalid, normalise_answers
 from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
+from .hooks import inventory_snapshot
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
 from .questionnaire import NormalisedAnswers

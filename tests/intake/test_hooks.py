@@ -7,7 +7,9 @@ import pytest
 from django.apps import apps
 
 from intake import hooks
+from intake.decision_inputs import decision_inputs
 from provisioning.models import ProvisioningJob
+from provisioning.selectors import inventory_snapshot
 from provisioning.services import allocation_on_approved, allocation_on_cancelled
 
 pytestmark = pytest.mark.django_db
@@ -52,3 +54,18 @@ def test_a_rejection_or_a_cancel_before_any_apply_queues_no_job(api, engineer, p
     assert response.json()["status"] == "cancelled"
 
     assert not ProvisioningJob.objects.filter(request_id__in=[rejected, cancelled]).exists()
+
+
+def test_the_decision_places_on_the_inventory_provisioning_provides(inventory):
+    snapshot = hooks.inventory_snapshot()
+
+    assert snapshot == inventory_snapshot()
+    assert {cluster.name for cluster in snapshot.clusters} == {"gpu-east", "gpu-west"}
+    assert decision_inputs().inventory == snapshot
+
+
+def test_a_provider_nobody_provided_says_which_one():
+    unprovided = hooks.Provider("gpu_weather")
+
+    with pytest.raises(RuntimeError, match="nothing provides gpu_weather"):
+        unprovided()
