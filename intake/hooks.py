@@ -66,3 +66,6 @@ class Provider(Generic[P, R]):
 inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
 # An expression whose value changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
 inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
+# Does a request fit its pool now, with its projected GPU-hours and the team's quota (provisioning.selectors.request_fit;
+# keyword arguments gpu_request and, for team visibility, user).
+request_fit: Provider[..., dict] = Provider("request_fit")

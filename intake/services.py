@@ -342,10 +342,9 @@ def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
     """Quota and fit for approving this request. Takes the team's row lock, so within the caller's transaction
     no other approval for the team can sum the same quota at the same time."""
     from provisioning.choices import FitVerdict
-    from provisioning.selectors import request_fit
 
     _lock_team_quota(gpu_request.team_id)
-    answer = request_fit(gpu_request=gpu_request)
+    answer = hooks.request_fit(gpu_request=gpu_request)
     quota = answer["quota"]
     if quota["exceeded"]:
         return ApprovalCheck(fit=answer, refusal=f"Over quota: {quota['message']}", refusal_code="OverQuota")

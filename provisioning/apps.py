@@ -11,7 +11,7 @@ class ProvisioningConfig(AppConfig):
         from portal.metrics import register_all
 
         from .metrics import COLLECTORS
-        from .selectors import inventory_generation, inventory_snapshot
+        from .selectors import inventory_generation, inventory_snapshot, request_fit
         from .services import allocation_on_approved, allocation_on_cancelled
 
         register_all(COLLECTORS)
@@ -21,3 +21,4 @@ class ProvisioningConfig(AppConfig):
         # ...and supplies the inventory its decision places on.
         hooks.inventory_snapshot.provide(inventory_snapshot)
         hooks.inventory_generation.provide(inventory_generation)
+        hooks.request_fit.provide(request_fit)
