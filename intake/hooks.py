@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from django.db.models import Subquery
+    from django.db.models import QuerySet, Subquery
 
     from .decisions import Inventory
     from .models import GpuRequest
@@ -42,6 +42,20 @@ def announce_entering(gpu_request: GpuRequest, *, from_status: str, to_status: s
         hook(gpu_request=gpu_request, from_status=from_status)
 
 
+# Related rows of the layers above that a request is shown with (provisioning: jobs, applied objects, gang stalls):
+# relation name -> a function returning the queryset to prefetch it with, ordered.
+_SHOWN_WITH: dict[str, Callable[[], QuerySet]] = {}
+
+
+def request_shown_with(relation: str, queryset: Callable[[], QuerySet]) -> None:
+    """Load `relation` (a reverse relation to GpuRequest) wherever a request is shown in full (intake.selectors)."""
+    _SHOWN_WITH[relation] = queryset
+
+
+def request_relations_shown() -> dict[str, Callable[[], QuerySet]]:
+    return dict(_SHOWN_WITH)
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -66,6 +80,6 @@ class Provider(Generic[P, R]):
 inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
 # An expression whose value changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
 inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
-# Does a request fit its pool now, with its projected GPU-hours and the team's quota (provisioning.selectors.request_fit;
-# keyword arguments gpu_request and, for team visibility, user).
+# Does a request fit its pool now, with its projected GPU-hours and the team's quota
+# (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
 request_fit: Provider[..., dict] = Provider("request_fit")

@@ -11,6 +11,7 @@ class ProvisioningConfig(AppConfig):
         from portal.metrics import register_all
 
         from .metrics import COLLECTORS
+        from .models import AppliedObject, GangStall, ProvisioningJob
         from .selectors import inventory_generation, inventory_snapshot, request_fit
         from .services import allocation_on_approved, allocation_on_cancelled
 
@@ -22,3 +23,10 @@ class ProvisioningConfig(AppConfig):
         hooks.inventory_snapshot.provide(inventory_snapshot)
         hooks.inventory_generation.provide(inventory_generation)
         hooks.request_fit.provide(request_fit)
+        # A request is shown with what provisioning did for it.
+        hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
+        hooks.request_shown_with("provisioning_jobs",
+                                 lambda: ProvisioningJob.objects.select_related("cluster").order_by("id"))
+        # status reconciliation: the gang's stalls, newest first
+        hooks.request_shown_with("gang_stalls",
+                                 lambda: GangStall.objects.select_related("cluster").order_by("-started_at", "-id"))
