@@ -34,9 +34,9 @@ NOW = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
 def build_requests():
     from chargeback.ingest import expected_equivalents
     from intake.models import GpuRequest, PolicyVersion
-    from portal.demo import CLUSTERS
+    from provisioning.demo import CLUSTERS
     from portal.services import team_upsert, user_upsert
-    from provisioning.catalogue import load_catalogue
+    from gpu.catalogue import load_catalogue
     from provisioning.inventory import cluster_declare
 
     for spec in CLUSTERS:

@@ -239,7 +239,7 @@ def main() -> int:
     args = parser.parse_args()
 
     setup_django()
-    from portal.demo import CLUSTERS
+    from provisioning.demo import CLUSTERS
     from portal.models import Team
     from portal.services import user_upsert
     from provisioning.inventory import cluster_declare

@@ -12,7 +12,7 @@ class ChargebackConfig(AppConfig):
 
         register_all(COLLECTORS)
 
-        from intake.extensions import register_decision_gate, register_review_section
+        from intake.hooks import register_decision_gate, register_review_section
 
         from .budget_hooks import budget_gate, budget_review_section
 

@@ -1,4 +1,4 @@
-"""Budgets in intake's decisions and review page, through intake's hooks (intake.extensions), registered in
+"""Budgets in intake's decisions and review page, through intake's hooks (intake.hooks), registered in
 `ChargebackConfig.ready()`: a decision for a team with a budget this month says what approving it does to the
 forecast (`decision["budget"]`); under `require_review` a request that would overrun goes to the platform team even
 when a rule would approve it, with the stable review code `OverBudget` and the overrun in the approval reason."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 from provisioning.kube.client import KubeClient
 from provisioning.kube.reads import list_pods
 from provisioning.manifests.labels import MANAGED_BY, MANAGED_BY_KEY
-from provisioning.services import cluster_connection
+from provisioning.kube.connection import cluster_connection
 
 
 def pods_for_cluster(cluster) -> list[dict]:

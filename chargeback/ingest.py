@@ -27,9 +27,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Iterable
 
-from provisioning.catalogue import mig_equivalents  # pure Python, no Django
-from provisioning.vocabulary import REPLICATED
-from provisioning.vocabulary import STRATEGIES as STRATEGY_NAMES
+from gpu.catalogue import mig_equivalents  # pure Python, no Django
+from gpu.vocabulary import REPLICATED
+from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpu-portal"

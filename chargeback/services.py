@@ -24,10 +24,10 @@ from intake.models import GpuRequest
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.models import Team
 from portal.roles import is_finance, is_platform
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from provisioning.choices import SchedulingModel
 from provisioning.models import Cluster, GangStall, NodePool
-from provisioning.vocabulary import REPLICATED, STRATEGIES
+from gpu.vocabulary import REPLICATED, STRATEGIES
 
 from . import report_sql
 from .choices import Category, CollectionStatus, EndSource, Flag

@@ -13,10 +13,10 @@ from django.utils.html import format_html
 from portal.admin_mixins import PlatformAdminMixin
 from portal.errors import DomainError
 
-from . import services
+from . import hooks, services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
-from .extensions import REVIEW_SECTIONS
+from .hooks import REVIEW_SECTIONS
 from .selectors import policy_version_review, request_answer_rows, request_summary
 
 
@@ -96,9 +96,7 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
         # --- live: the gang-fit check, projected GPU-hours and the team's quota (branch live) ---
         from django.template.loader import render_to_string
 
-        from provisioning.selectors import request_fit
-
-        fit = request_fit(gpu_request=gpu_request)
+        fit = hooks.request_fit(gpu_request=gpu_request)
         sections.append({"title": "Capacity: does it fit?",
                          "html": render_to_string("admin/provisioning/_fit.html", {"fit": fit})})
         # --- end live ---

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from portal.errors import NotFound
-from provisioning.selectors import inventory_generation, inventory_snapshot
 
 from .choices import PolicyStatus
 from .decisions import Inventory, PolicySpec
+from .hooks import inventory_generation, inventory_snapshot
 from .models import PolicyVersion
 from .selectors import policy_current, policy_spec
 

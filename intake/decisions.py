@@ -12,11 +12,11 @@ from fractions import Fraction
 from typing import Any
 
 from portal.text import plural
-from provisioning.catalogue import Catalogue, MigProfileSpec
-from provisioning.vocabulary import MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES, STRATEGY_WORDS
-from provisioning.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
-from provisioning.manifests import gangapi
-from provisioning.vocabulary import TIME_SLICING, WHOLE_GPU
+from gpu.catalogue import Catalogue, MigProfileSpec
+from gpu.vocabulary import MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES, STRATEGY_WORDS
+from gpu.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
+from gpu import gangapi
+from gpu.vocabulary import TIME_SLICING, WHOLE_GPU
 
 from .multinode import multi_node_decision
 from .words import GANG_BACKEND_WORDS

@@ -17,10 +17,9 @@ from django.db import IntegrityError, transaction
 
 from portal.errors import DomainError
 from portal.models import Team
-from provisioning.catalogue import Catalogue
-from provisioning.selectors import inventory_snapshot
+from gpu.catalogue import Catalogue
 
-from . import events
+from . import events, hooks
 from .choices import RequestOrigin, RequestStatus
 from .decisions import REVIEW, summarise
 from .models import GpuRequest
@@ -118,7 +117,7 @@ def request_found_in_cluster(*, team: Team, cluster_name: str, name: str, found:
     """A pending request for work found in the cluster (`where` names it: cluster, namespace, kind and name),
     decided against that cluster's pools only: that is where it already is.
     Raises CannotDecide when the answers cannot be decided (the caller rejects the work, saying why)."""
-    snapshot = inventory_snapshot()
+    snapshot = hooks.inventory_snapshot()
     here = dataclasses.replace(snapshot, clusters=tuple(c for c in snapshot.clusters if c.name == cluster_name))
     try:
         evaluation = request_evaluate(raw_answers=found.answers, team=team, inventory=here)

@@ -1,11 +1,11 @@
 """The multi-node part of a decision: how a gang fails and restarts, where it is packed, and whether it gets a
 ComputeDomain (reasons included). Pure; the renderer derives the same from the cluster's settings, both through
-`provisioning/manifests/gangapi.py`."""
+`gpu/gangapi.py`."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from provisioning.manifests import gangapi
+from gpu import gangapi
 
 if TYPE_CHECKING:
     from .decisions import ClusterSpec, Inventory, PoolSpec, _Reasons
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Inventory, *, needs_gang: bool,
                         fabric_isolation: str, reasons: _Reasons) -> dict | None:
     """How a multi-pod job fails, where it is packed, and whether it gets a ComputeDomain; with the reasons.
-    The renderer derives the same from the cluster's settings (provisioning/manifests/gangapi.py)."""
+    The renderer derives the same from the cluster's settings (gpu/gangapi.py)."""
     multinode_nvlink = inventory.catalogue.model(pool.gpu_model).multinode_nvlink and bool(pool.nvlink_domain)
     compute_domain = multinode_nvlink and (needs_gang or fabric_isolation == "tenant_exclusive")
     if not needs_gang and not compute_domain:

@@ -2,7 +2,7 @@
 the services)."""
 from __future__ import annotations
 
-from provisioning.vocabulary import STRATEGIES
+from gpu.vocabulary import STRATEGIES
 
 from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from provisioning.selectors import inventory_snapshot
-
 from .choices import PolicyStatus
 from .decisions import Answers, PlacementImpossible, decide
+from .hooks import inventory_snapshot
 from .models import GpuRequest, PolicyVersion
 from .selectors import policy_spec
 

@@ -11,6 +11,7 @@ from portal.errors import NotFound
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for, team_visible_ids
 
+from . import hooks
 from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus, RequestStatus
 from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
@@ -83,16 +84,11 @@ def policy_spec(version: PolicyVersion) -> PolicySpec:
 
 
 def _request_prefetches() -> list[Prefetch]:
-    """What a request is shown with: its events, applied objects, provisioning jobs and gang stalls, in order."""
-    from provisioning.models import AppliedObject, GangStall, ProvisioningJob
-
+    """What a request is shown with: its events, then what the layers above registered (intake.hooks; provisioning:
+    applied objects, provisioning jobs and gang stalls), in order."""
     events = RequestEvent.objects.select_related("actor").order_by("at", "id")
-    return [
-        Prefetch("events", queryset=events),
-        Prefetch("applied_objects", queryset=AppliedObject.objects.order_by("id")),
-        Prefetch("provisioning_jobs", queryset=ProvisioningJob.objects.select_related("cluster").order_by("id")),
-        # status reconciliation: the gang's stalls, newest first
-        Prefetch("gang_stalls", queryset=GangStall.objects.select_related("cluster").order_by("-started_at", "-id")),
+    return [Prefetch("events", queryset=events)] + [
+        Prefetch(relation, queryset=queryset()) for relation, queryset in hooks.request_relations_shown().items()
     ]
 
 
@@ -139,14 +135,11 @@ def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:
     submission commits), so its objects and stalls are known to be empty; and while it waits for approval it has no
     provisioning jobs either (approval enqueues the first). Those are set empty without a query (an empty
     queryset's prefetch asks nothing): a create answers in one read, its events."""
-    from provisioning.models import AppliedObject, GangStall, ProvisioningJob
-
-    known_empty = {"applied_objects": AppliedObject, "gang_stalls": GangStall}
+    known_empty = {"applied_objects", "gang_stalls"}
     if gpu_request.status == RequestStatus.PENDING_APPROVAL:
-        known_empty["provisioning_jobs"] = ProvisioningJob
+        known_empty.add("provisioning_jobs")
     prefetches = [
-        Prefetch(p.prefetch_through, queryset=known_empty[p.prefetch_through].objects.none())
-        if p.prefetch_through in known_empty else p
+        Prefetch(p.prefetch_through, queryset=p.queryset.none()) if p.prefetch_through in known_empty else p
         for p in _request_prefetches()
     ]
     prefetch_related_objects([gpu_request], *prefetches)

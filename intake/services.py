@@ -13,14 +13,14 @@ from portal.models import Team, slug_validator
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for
 from provisioning.manifests.names import PREVIEW_MAX_ID, preview_name
-from provisioning.selectors import inventory_snapshot, team_quota_state
+from provisioning.selectors import team_quota_state
 
-from . import events
+from . import events, hooks
 from .answers import AnswersInvalid, normalise_answers
-from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestOrigin, RequestStatus
+from .choices import REQUEST_TERMINAL, REQUEST_TRANSITIONS, PolicyStatus, RequestStatus
 from .decision_inputs import decision_inputs
 from .decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
-from .extensions import decision_gated
+from .hooks import decision_gated, inventory_snapshot
 from .leases import lease_start
 from .models import GpuRequest, PolicyVersion, Rule
 from .policy import rule_validation_errors
@@ -303,16 +303,9 @@ def _check_edge(gpu_request: GpuRequest, to_status: str) -> None:
 
 
 def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
-    """Work a status change causes, recorded in this transaction and dispatched only after commit."""
-    from provisioning.choices import JobKind
-    from provisioning.services import allocation_enqueue
-
-    if to_status == RequestStatus.APPROVED and gpu_request.origin == RequestOrigin.CLUSTER:
-        return  # its objects exist already: the admission check admits them (provisioning/admission.py)
-    if to_status == RequestStatus.APPROVED:
-        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
-    elif to_status == RequestStatus.CANCELLED and gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
-        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
+    """Work a status change causes, recorded in this transaction and dispatched only after commit, by the layers
+    above that subscribed to the new status (intake.hooks: provisioning enqueues its apply and teardown jobs)."""
+    hooks.announce_entering(gpu_request, from_status=from_status, to_status=to_status)
 
 
 def _visible_for_update(*, user, request_id) -> GpuRequest:
@@ -355,10 +348,9 @@ def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
     """Quota and fit for approving this request. Takes the team's row lock, so within the caller's transaction
     no other approval for the team can sum the same quota at the same time."""
     from provisioning.choices import FitVerdict
-    from provisioning.selectors import request_fit
 
     _lock_team_quota(gpu_request.team_id)
-    answer = request_fit(gpu_request=gpu_request)
+    answer = hooks.request_fit(gpu_request=gpu_request)
     quota = answer["quota"]
     if quota["exceeded"]:
         return ApprovalCheck(fit=answer, refusal=f"Over quota: {quota['message']}", refusal_code="OverQuota")

@@ -10,9 +10,8 @@ from django.views.decorators.http import require_POST
 
 from portal.errors import DomainError, NotFound
 from portal.selectors import team_list_requestable, team_list_visible
-from provisioning import wait_selectors
 
-from . import leases, selectors, services
+from . import hooks, leases, selectors, services
 from .choices import RequestStatus
 from .decisions import summarise
 from .forms import CancelForm, LeaseExtendForm, RequestForm
@@ -104,7 +103,7 @@ def request_detail(request, pk):
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
-        "wait": wait_selectors.request_wait(gpu_request=gpu_request),
+        "wait": hooks.request_wait(gpu_request=gpu_request),
         "lease_left": leases.lease_time_left(gpu_request),
     })
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from provisioning.catalogue import load_catalogue, sanitise_product
+from gpu.catalogue import load_catalogue, sanitise_product
 
 KUBELET = "v1.35.2"
 H100_CLIQUE = "7b968a6d-0c2e-4b1a-9c51-2f0e8d1b7e11.1"

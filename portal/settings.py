@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "provisioning",
     "chargeback",
     "register",  # platform decision register (branch register)
+    "demo",  # the quickstart's load_demo command; above every domain app
 ]
 # The simulated cluster's `manage.py simulate_cluster` (docs/simulated-cluster.md), where its `sim` extra (kmock) is
 # installed: the demo and the tests; a production image has no kmock, so no such command.

@@ -35,7 +35,7 @@ class MigProfileInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(GpuModel)
 class GpuModelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """The catalogue is shipped data (provisioning/data); `manage.py sync_catalogue` updates it."""
+    """The catalogue is shipped data (gpu/data); `manage.py sync_catalogue` updates it."""
 
     list_display = ["key", "product", "memory_gb", "family", "mig_total_slices", "mig_min_driver"]
     inlines = [MigProfileInline]

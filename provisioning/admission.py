@@ -28,7 +28,7 @@ from intake.choices import RequestOrigin, RequestStatus
 from intake.models import GpuRequest
 from portal.models import Team
 
-from .catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -196,7 +196,7 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
 def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: KubeClient | None = None) -> AdmissionRun:
     """One controller run for a cluster: install the check, LIST the Workloads and decide each, then WATCH for
     `watch_seconds` deciding each change. A Kubernetes error ends the run (the next run lists again)."""
-    from .services import cluster_connection
+    from .kube.connection import cluster_connection
 
     cluster = Cluster.objects.get(pk=cluster_id)
     run = AdmissionRun(cluster=cluster.name)

@@ -6,8 +6,29 @@ class ProvisioningConfig(AppConfig):
     verbose_name = "Clusters, inventory and provisioning"
 
     def ready(self):
+        from intake import hooks
+        from intake.choices import RequestStatus
         from portal.metrics import register_all
 
         from .metrics import COLLECTORS
+        from .models import AppliedObject, GangStall, ProvisioningJob
+        from .selectors import inventory_generation, inventory_snapshot, request_fit
+        from .services import allocation_on_approved, allocation_on_cancelled
+        from .wait_selectors import request_wait
 
         register_all(COLLECTORS)
+        # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.
+        hooks.on_entering(RequestStatus.APPROVED, "provisioning.apply", allocation_on_approved)
+        hooks.on_entering(RequestStatus.CANCELLED, "provisioning.teardown", allocation_on_cancelled)
+        # ...and supplies the inventory its decision places on.
+        hooks.inventory_snapshot.provide(inventory_snapshot)
+        hooks.inventory_generation.provide(inventory_generation)
+        hooks.request_fit.provide(request_fit)
+        hooks.request_wait.provide(request_wait)
+        # A request is shown with what provisioning did for it.
+        hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
+        hooks.request_shown_with("provisioning_jobs",
+                                 lambda: ProvisioningJob.objects.select_related("cluster").order_by("id"))
+        # status reconciliation: the gang's stalls, newest first
+        hooks.request_shown_with("gang_stalls",
+                                 lambda: GangStall.objects.select_related("cluster").order_by("-started_at", "-id"))

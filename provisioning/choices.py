@@ -1,10 +1,10 @@
 from django.db import models
 
-from . import vocabulary as v
+from gpu import vocabulary as v
 
 
 class Strategy(models.TextChoices):
-    """How a GPU is shared (names from `provisioning.vocabulary`). The same words appear in decisions, labels,
+    """How a GPU is shared (names from `gpu.vocabulary`). The same words appear in decisions, labels,
     rate cards and reports."""
 
     WHOLE_GPU = v.WHOLE_GPU, "Whole GPU (exclusive)"

@@ -1,28 +1,23 @@
-"""Cluster credentials: setting them, binding them to an API server URL, and turning them into a connection.
+"""Cluster credentials: setting them and binding them to an API server URL (`provisioning.kube.connection` turns
+them into a connection).
 
 Credentials are bound to the URL they were given for (`ClusterCredential.server`). Every write path that changes
 a cluster's `api_server` (admin, `register_cluster`, `declare_clusters`) calls `cluster_server_changed`, which
 drops a stored token and unbinds the rest; and `cluster_connection` refuses credentials bound to another URL, so
 a path that forgot (or a raw UPDATE) still cannot send a token to a new host. The URL is checked against the
-outbound policy (portal.outbound) when entered and again here, and the connection is pinned to the checked address.
+outbound policy (portal.outbound) when entered and again there, and the connection is pinned to the checked address.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from portal.errors import PermissionDenied
-from portal.outbound import OutboundBlocked, check_url
 from portal.roles import is_platform
 
 from .choices import Applier, CredentialSource
-from .kube import sources
-from .kube.client import ClusterConnection
-from .kube.errors import PermanentKubeError
 from .models import Cluster, ClusterCredential
 
 logger = logging.getLogger(__name__)
@@ -157,68 +152,3 @@ def credentials_reencrypt(*, user=None) -> int:
             team.save(update_fields=["webhook_secret"])
             count += 1
     return count
-
-
-def _in_cluster_identity() -> ClusterConnection:
-    return sources.in_cluster_connection(
-        server=settings.PORTAL_IN_CLUSTER_SERVER, token_file=settings.PORTAL_IN_CLUSTER_TOKEN_FILE,
-        ca_file=settings.PORTAL_IN_CLUSTER_CA_FILE, request_timeout=settings.PORTAL_KUBE_TIMEOUT_SECONDS,
-    )  # fmt: skip
-
-
-def _pinned(connection: ClusterConnection) -> ClusterConnection:
-    try:
-        destination = check_url(connection.server)
-    except OutboundBlocked as exc:
-        raise PermanentKubeError(f"the API server {connection.server} is not called: {exc}") from None
-    return replace(connection, address=destination.address)
-
-
-def cluster_connection(cluster: Cluster) -> ClusterConnection:
-    """How to reach `cluster` now. Raises PermanentKubeError when its credentials cannot be used."""
-    if cluster.applier != Applier.KUBERNETES or not cluster.api_server:
-        raise PermanentKubeError(f"cluster {cluster.name} has no API server")
-    credential = ClusterCredential.objects.filter(cluster=cluster).first()
-    if credential is None or not credential.server:
-        raise PermanentKubeError(
-            f"cluster {cluster.name} has no credentials for {cluster.api_server}: set them (register_cluster)"
-        )
-    if credential.server != cluster.api_server:
-        raise PermanentKubeError(
-            f"the credentials of cluster {cluster.name} were given for {credential.server}, not for its API "
-            f"server {cluster.api_server}: set them again for the new server"
-        )
-    timeout = settings.PORTAL_KUBE_TIMEOUT_SECONDS
-    if credential.source == CredentialSource.IN_CLUSTER:
-        identity = _in_cluster_identity()  # the operator's own configuration, not a URL someone typed in
-        if identity.server.rstrip("/") != cluster.api_server.rstrip("/"):
-            raise PermanentKubeError(
-                f"cluster {cluster.name} uses the pod's own service account, which is for {identity.server}, "
-                f"not {cluster.api_server}"
-            )
-        return identity
-    if credential.source == CredentialSource.KUBECONFIG:
-        connection = sources.kubeconfig_connection(path=credential.kubeconfig_path,
-                                                   context=credential.kubeconfig_context, request_timeout=timeout)
-        if connection.server.rstrip("/") != cluster.api_server.rstrip("/"):
-            raise PermanentKubeError(
-                f"the kubeconfig context of cluster {cluster.name} now points at {connection.server}, not "
-                f"{cluster.api_server}: register the cluster again to confirm it"
-            )
-        return _pinned(connection)
-    connection = ClusterConnection(
-        server=cluster.api_server, ca_cert=credential.ca_cert,
-        insecure_skip_tls_verify=credential.insecure_skip_tls_verify, request_timeout=timeout,
-    )  # fmt: skip
-    if credential.source == CredentialSource.SECRET:
-        data = sources.secret_data(_in_cluster_identity(), namespace=credential.secret_namespace,
-                                   name=credential.secret_name)
-        token = data.get(credential.secret_key, "")
-        if not token:
-            raise PermanentKubeError(f"Secret {credential.secret_namespace}/{credential.secret_name} has no key "
-                                     f"{credential.secret_key!r}")
-        # A service-account token Secret carries its cluster's CA beside the token.
-        connection = replace(connection, token=token, ca_cert=credential.ca_cert or data.get("ca.crt", ""))
-    else:
-        connection = replace(connection, token=credential.token)
-    return _pinned(connection)

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from provisioning.catalogue import Catalogue, GpuModelSpec, base_product, sanitise_product
-from provisioning.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, MPS, REPLICATED
-from provisioning.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
+from gpu.catalogue import Catalogue, GpuModelSpec, base_product, sanitise_product
+from gpu.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, MPS, REPLICATED
+from gpu.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
 
 NVIDIA = "nvidia.com/"
 GPU = "nvidia.com/gpu"
@@ -752,7 +752,7 @@ def _unknown_sku_hint(facts: NodeFacts, catalogue: Catalogue | None) -> str:
     if not same:
         return ""
     return (f" Its GPUs have the memory of {' or '.join(same)} ({facts.gpu_memory_mib} MiB): if it is another SKU of "
-            "that model, add its NVML name to the model's skus in provisioning/data/gpu-catalogue.yaml.")
+            "that model, add its NVML name to the model's skus in gpu/data/gpu-catalogue.yaml.")
 
 
 def cluster_discrepancies(*, declared_version: str, discovered_version: str, declared_gang: str,

@@ -11,11 +11,13 @@ from django.db import transaction
 from django.utils import timezone
 from portal.dispatch import send_after_commit, send_now
 
+from gpu.catalogue import load_catalogue
+
 from . import discovery, renderability
-from .catalogue import load_catalogue
 from .choices import Applier, PoolSource, SchedulingModel
 from .credentials import cluster_server_changed
 from .kube import inventory as kube_inventory
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
 from .models import Cluster, GpuModel, NodePool, TeamQuota
 
@@ -97,8 +99,6 @@ def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
     """Read the cluster (no database writes). Raises KubeError."""
     from .kube.client import KubeClient
     from .kube.reads import server_version
-    from .services import cluster_connection
-
     with KubeClient(cluster_connection(cluster)) as kube:
         git_version = server_version(kube)
         groups = kube_inventory.served_group_versions(kube)

@@ -34,12 +34,13 @@ from django.utils import timezone
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from portal.dispatch import send_now
 from portal.roles import is_platform
+from gpu.catalogue import load_catalogue
 
 from . import selectors
-from .catalogue import load_catalogue
 from .choices import MIG_PLAN_ACTIVE, MIG_STEP_FINISHED, MIG_STEP_TRANSITIONS, MigPlanStatus, MigStepState
 from .kube import inventory as kube_inventory
 from .kube.client import KubeClient
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
 from .migplan import plan_layouts
 from .models import Cluster, MigPlan, MigPlanStep, Node
@@ -248,8 +249,6 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
 def mig_plan_advance(*, plan_id: int, now: datetime.datetime | None = None) -> str:
     """Advance an approved or executing plan as far as it can go now; returns the plan's status ("busy" when
     another worker is advancing it)."""
-    from .services import cluster_connection
-
     now = now or timezone.now()
     with transaction.atomic():
         plan = (MigPlan.objects.select_for_update(no_key=True, skip_locked=True, of=("self",)).select_related("cluster")

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from provisioning.catalogue import Catalogue
+from gpu.catalogue import Catalogue
 
 SECONDS_PER_GPU = (30, 60)
 SETTLED_STATES = ("", "success")

@@ -1,6 +1,6 @@
 """GPU catalogue and cluster inventory.
 
-The catalogue (GpuModel, MigProfile) mirrors the shipped data files (`provisioning.catalogue`). Clusters and
+The catalogue (GpuModel, MigProfile) mirrors the shipped data files (`gpu.catalogue`). Clusters and
 node pools are what the platform team declares; discovery records what the cluster reports beside it (Node, and
 the discovered fields of Cluster and NodePool); MIG plans change node layouts.
 """
@@ -18,6 +18,8 @@ from intake.choices import WorkloadClass
 from portal.encryption import EncryptedTextField
 from portal.models import slug_validator
 from portal.outbound import validate_api_server_url
+from gpu.vocabulary import REPLICATED
+from gpu import gangapi
 
 from .choices import (
     Strategy,
@@ -43,8 +45,6 @@ from .choices import (
 )
 from .manifests.devices import DRA_DRIVER_FEATURE_GATES
 from .manifests.network import namespace_problems, pod_label_problems
-from .vocabulary import REPLICATED
-from .manifests import gangapi
 from .manifests.context import kubernetes_minor
 
 driver_version_validator = RegexValidator(r"^\d{3}(\.\d+){0,2}$", "A driver version such as 570.124.06.")
@@ -155,7 +155,7 @@ class Cluster(models.Model):
         help_text="the NVIDIA DRA driver runs with its MPSSupport feature gate (alpha, off by default): DRA pools "
         "may share GPUs through MPS",
     )
-    # --- multi-node training: what the platform team turned on (rules in provisioning/manifests/gangapi.py) ---
+    # --- multi-node training: what the platform team turned on (rules in gpu/gangapi.py) ---
     feature_gates = models.JSONField(
         default=list, blank=True, help_text="Kubernetes feature gates turned on, e.g. [\"GenericWorkload\"]"
     )
@@ -305,7 +305,7 @@ class NodePool(models.Model):
             if not self.mig_layout:
                 errors["mig_layout"] = "A MIG pool names its layout (the nvidia.com/mig.config value)."
             elif self.gpu_model_id:
-                from .catalogue import load_catalogue
+                from gpu.catalogue import load_catalogue
 
                 catalogue = load_catalogue()
                 if self.gpu_model.key in catalogue.models and not catalogue.layout_profiles(

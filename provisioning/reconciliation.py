@@ -49,6 +49,7 @@ from .choices import (
     StallEnd,
 )
 from .kube.client import KubeClient
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError
 from .kube.reads import list_pods_snapshot, watch_pods
 from .manifests.labels import MANAGED_BY, MANAGED_BY_KEY
@@ -588,8 +589,6 @@ def cluster_status_reconcile(
     if not lock.acquire(blocking=False):
         return RunOutcome(cluster=cluster.name, status="busy",
                           message="another worker is reconciling this cluster; nothing done")
-    from .services import cluster_connection
-
     own_client = kube is None
     try:
         kube = kube or KubeClient(cluster_connection(cluster))

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gpu.catalogue import Catalogue
+from gpu.vocabulary import MIG, STRATEGY_FOR_SHARING_MODE
+
 from . import discovery
-from .catalogue import Catalogue
 from .manifests.context import make_context
 from .manifests.devices import gpu_placement
 from .manifests.errors import RenderError
 from .manifests.spec import RequestSpec
-from .vocabulary import MIG, STRATEGY_FOR_SHARING_MODE
 
 FIELD = "rendering"
 

@@ -15,6 +15,8 @@ from django.db.models.functions import Cast
 from intake.choices import REQUEST_HOLDING
 from intake.decisions import ClusterSpec, Inventory, PoolSpec
 from portal.roles import is_platform
+from gpu.catalogue import load_catalogue
+from gpu.vocabulary import REPLICATED, SHARE_UNITS, STRATEGY_ADJECTIVES
 
 from . import discovery, fit
 from .dra_inputs import (
@@ -24,12 +26,10 @@ from .dra_inputs import (
     dra_extended_resources,
     offered_profiles,
 )
-from .catalogue import load_catalogue
 from .inventory import no_api_server_note
 from .choices import MigStrategy, SchedulingModel, SharingMode, Strategy
 from .manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from .models import Cluster, InventoryGeneration, Node, NodePool, TeamQuota
-from .vocabulary import REPLICATED, SHARE_UNITS, STRATEGY_ADJECTIVES
 
 
 def cluster_list() -> QuerySet[Cluster]:

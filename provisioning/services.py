@@ -12,17 +12,17 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from intake import events
-from intake.choices import REQUEST_TRANSITIONS, RequestStatus
+from intake.choices import REQUEST_TRANSITIONS, RequestOrigin, RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_transition
+from gpu.catalogue import Catalogue, load_catalogue
 from portal.dispatch import send_now
 
 from .appliers.base import Applier
 from .appliers.factory import applier_for
-from .catalogue import Catalogue, load_catalogue
 from .choices import JOB_FINISHED, JobKind, JobStatus
 from .choices import Applier as ApplierKind
-from .credentials import cluster_connection  # noqa: F401 - callers reach connections through the services
+from .kube.connection import cluster_connection
 from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
 from .manifests.labels import selector_for_request
@@ -139,6 +139,20 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
     task = tasks.allocation_apply if kind == JobKind.APPLY else tasks.allocation_teardown
     transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=task))
     return job
+
+
+def allocation_on_approved(*, gpu_request, from_status: str) -> None:
+    """intake.hooks, on entering approved: the request gets its apply job, unless its objects came from the
+    cluster (the admission check admits them, provisioning/admission.py)."""
+    if gpu_request.origin == RequestOrigin.CLUSTER:
+        return
+    allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
+
+
+def allocation_on_cancelled(*, gpu_request, from_status: str) -> None:
+    """intake.hooks, on entering cancelled: what was applied (or is being applied) is torn down."""
+    if gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
+        allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
 
 
 def dispatch_job(*, job_id: int, task) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from portal.demo import CLUSTERS
+from provisioning.demo import CLUSTERS
 from provisioning.inventory import cluster_declare
 from tests.factories import TeamFactory, make_user
 from tests.support.celery_worker import eager, running_worker

@@ -9,7 +9,7 @@ from portal.api.fields import CharField, IntegerField
 from rest_framework.fields import empty
 
 from portal.models import Team, slug_validator
-from provisioning.vocabulary import STRATEGIES
+from gpu.vocabulary import STRATEGIES
 
 from ..answers import AnswersInvalid, normalise_answers
 from ..choices import EventKind, FabricIsolation, MemoryIsolation, PolicyStatus, ReasonSource, RequestStatus, RuleKind

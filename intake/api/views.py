@@ -11,10 +11,9 @@ from rest_framework.views import APIView
 
 from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
-from provisioning import wait_selectors
 from provisioning.api.serializers import FitSerializer, WaitSerializer
 
-from .. import leases, selectors, services
+from .. import hooks, leases, selectors, services
 from ..filtersets import RequestFilterSet
 from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
@@ -145,7 +144,7 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["get"])
     def wait(self, request, pk=None):
         gpu_request = selectors.request_get_brief(user=request.user, request_id=pk)
-        return Response(WaitSerializer(wait_selectors.request_wait(gpu_request=gpu_request)).data)
+        return Response(WaitSerializer(hooks.request_wait(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Approve a pending request (platform team, not the requester); 409 if it moved on")

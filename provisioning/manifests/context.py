@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from provisioning.vocabulary import STRATEGIES
+from gpu.vocabulary import STRATEGIES
 
 from .errors import RenderError
 from .labels import pod_annotations, request_labels

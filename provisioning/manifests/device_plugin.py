@@ -11,7 +11,7 @@ the portal may give one pod several shares. DRA pools have no device plugin: not
 
 from __future__ import annotations
 
-from provisioning.vocabulary import EXCLUSIVE, MIG, MPS, REPLICATED, TIME_SLICING
+from gpu.vocabulary import EXCLUSIVE, MIG, MPS, REPLICATED, TIME_SLICING
 
 from .devices import GPU
 from .errors import RenderError

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from provisioning.catalogue import parse_profile
-from provisioning.vocabulary import GFD_SHARING_STRATEGY, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
+from gpu.catalogue import parse_profile
+from gpu.vocabulary import GFD_SHARING_STRATEGY, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
 
 from .context import RenderContext
 from .errors import RenderError

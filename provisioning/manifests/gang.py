@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import gangapi
+from gpu import gangapi
+
 from .context import RenderContext
 from .devices import GpuPlacement
 from .errors import RenderError

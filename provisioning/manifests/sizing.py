@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from provisioning.catalogue import PROFILE_RE
-from provisioning.vocabulary import REPLICATED
+from gpu.catalogue import PROFILE_RE
+from gpu.vocabulary import REPLICATED
 
 from .spec import RequestSpec
 

@@ -37,7 +37,7 @@ class RequestSpec:
     replicas: int
     gpus_per_replica: int
     gpu_memory_gb: float  # per replica, from the answers
-    strategy: str  # whole_gpu | mig | time_slicing | mps (provisioning.vocabulary)
+    strategy: str  # whole_gpu | mig | time_slicing | mps (gpu.vocabulary)
     gpu_model: str  # catalogue key, e.g. H200-141GB
     gpu_product: str  # GFD label value, e.g. NVIDIA-H200
     dra_product_name: str  # NVML name, e.g. "NVIDIA H200"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from intake.models import GpuRequest
-from portal.demo import DEMO_PASSWORD, load_demo
+from demo.data import DEMO_PASSWORD, load_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

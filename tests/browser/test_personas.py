@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from chargeback.periods import add_months, month_start
 from intake.models import GpuRequest
-from portal.demo import DEMO_PASSWORD, load_demo
+from demo.data import DEMO_PASSWORD, load_demo
 from tests.support.celery_worker import running_worker, wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]

@@ -19,7 +19,7 @@ from intake.models import GpuRequest
 from kubesim.kubelet import Simulation
 from kubesim.runner import loop_in_background, register_and_sync, serve_and_seed
 from kubesim.scenario import Scenario
-from portal.demo import load_demo, load_demo_flows
+from demo.data import load_demo, load_demo_flows
 from provisioning.models import GangStall, MigPlan
 from provisioning.tasks import mig_plans_advance, status_reconcile_all
 from tests.browser.test_personas import sign_in

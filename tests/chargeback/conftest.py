@@ -50,7 +50,7 @@ def pod_for(gpu_request, *, started_at, finished_at=None, uid=None, equivalents=
     devices = devices or d["gpus_per_replica"]
     if equivalents is None:
         from chargeback.ingest import expected_equivalents
-        from provisioning.catalogue import load_catalogue
+        from gpu.catalogue import load_catalogue
 
         exact = expected_equivalents(strategy=d["strategy"], devices=devices, gpu_model=d["gpu_model"],
                                      mig_profile=d["mig_profile"] or "", catalogue=load_catalogue(),

@@ -13,7 +13,7 @@ from chargeback.models import UsageCollection, UsageInterval
 from chargeback.selectors import report_rows
 from chargeback.services import usage_ingest
 from chargeback.synthetic import synthetic_pod
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from tests.chargeback.conftest import pod_for, utc
 
 NOW = utc(2026, 11, 20, 12)

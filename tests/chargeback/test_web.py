@@ -194,7 +194,7 @@ def test_the_task_is_on_the_beat_schedule(settings):
 
 
 def test_demo_data_is_a_month_of_labelled_usage_through_ingestion_and_idempotent(settings):
-    from portal.demo import load_demo
+    from demo.data import load_demo
 
     load_demo()
     intervals = UsageInterval.objects.all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from intake.found import CannotDecide, answers_from_pod_template
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 
 
 def template(limits: dict, node_selector: dict | None = None) -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 from intake.decisions import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec, decide
 from intake.default_policy import DEFAULT_RULES
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 
 CATALOGUE = load_catalogue()
 

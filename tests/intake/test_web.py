@@ -153,7 +153,7 @@ def test_preview_names_are_the_names_applied(engineer, team_a, platform_user, tm
     """Preview, submit, approve: the demo clusters' GitOps applier writes the objects; their names are the
     preview's with the request id in place of the placeholder."""
     from intake.services import request_approve
-    from portal.demo import CLUSTERS
+    from provisioning.demo import CLUSTERS
     from provisioning.inventory import cluster_declare
     from provisioning.models import AppliedObject
 

@@ -3,7 +3,7 @@ from fractions import Fraction
 
 import pytest
 
-from provisioning.catalogue import load_catalogue, mig_equivalents
+from gpu.catalogue import load_catalogue, mig_equivalents
 
 CATALOGUE = load_catalogue()
 

@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from portal.demo import CLUSTERS
+from provisioning.demo import CLUSTERS
 from provisioning.models import Cluster, NodePool
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from provisioning.discovery import (
     DeclaredPool,
     NodeCapacityRow,

@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from provisioning.catalogue import load_catalogue, sanitise_product
+from gpu.catalogue import load_catalogue, sanitise_product
 from provisioning.inventory import inventory_sync
 from provisioning.manifests import render
 from provisioning.models import Cluster, Node, NodePool

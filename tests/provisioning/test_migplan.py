@@ -3,7 +3,7 @@ it plans, then it proposes the cheapest node-wide `nvidia.com/mig.config` change
 drain cost and the workloads it interrupts, and says what it cannot meet."""
 from __future__ import annotations
 
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from provisioning.migplan import MigDemand, MigNode, Workload, plan_layouts, step_cost
 
 CATALOGUE = load_catalogue()

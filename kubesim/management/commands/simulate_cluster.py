@@ -66,7 +66,7 @@ class Command(BaseCommand):
             self.stdout.write(f"simulated cluster serving {fake.url} (CA {fake.ca_file})")
             register_and_sync(fake, name=options["name"], stdout=self.stdout, stderr=self.stderr)
             if options["demo_flows"]:
-                from portal.demo import load_demo_flows
+                from demo.data import load_demo_flows
 
                 self.stdout.write(load_demo_flows(cluster_name=options["name"]))
             simulation = Simulation(fake, scenario)

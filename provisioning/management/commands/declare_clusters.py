@@ -11,18 +11,18 @@ from provisioning.inventory import cluster_declare
 class Command(BaseCommand):
     help = (
         "Declare clusters and their node pools from a YAML or JSON file (a list of clusters, each with `pools`, in "
-        "the shape of portal.demo.CLUSTERS), or the demo's with --demo. Idempotent: pools are matched by name."
+        "the shape of provisioning.demo.CLUSTERS), or the demo's with --demo. Idempotent: pools are matched by name."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("file", nargs="?", help="YAML or JSON file: a list of clusters, or {clusters: [...]}")
-        parser.add_argument("--demo", action="store_true", help="declare the demo clusters of portal.demo")
+        parser.add_argument("--demo", action="store_true", help="declare the demo clusters of provisioning.demo")
 
     def handle(self, *args, file, demo, **options):
         if bool(file) == bool(demo):
             raise CommandError("give a file or --demo")
         if demo:
-            from portal.demo import CLUSTERS
+            from provisioning.demo import CLUSTERS
 
             specs = CLUSTERS
         else:

@@ -4,7 +4,7 @@ from provisioning.services import catalogue_sync
 
 
 class Command(BaseCommand):
-    help = "Copy the shipped GPU catalogue (provisioning/data) into the database."
+    help = "Copy the shipped GPU catalogue (gpu/data) into the database."
 
     def handle(self, *args, **options):
         count = catalogue_sync()

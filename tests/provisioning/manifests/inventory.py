@@ -20,7 +20,7 @@ from kubesim.nodes import (
     nvidia_device_classes,
     resource_slice,
 )
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 from provisioning.manifests.spec import ClusterProfile, RequestSpec, TeamSpec
 from tests.support.semantic import CHANNEL_DEVICE_CLASS, COMPUTE_DOMAIN_CRD, Admitted, Inventory, device_class_key
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from portal.demo import DEMO_PASSWORD, USERS, load_demo
+from demo.data import DEMO_PASSWORD, USERS, load_demo
 
 
 class Command(BaseCommand):

@@ -5,13 +5,15 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from chargeback.demo import load_demo_usage
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_approve, request_reject, request_submit
+from portal.models import Team
+from portal.services import team_upsert, token_issue, user_upsert
+from provisioning.demo import CLUSTERS
 from provisioning.inventory import cluster_declare, team_quota_set
-
-from .models import Team
-from .services import team_upsert, token_issue, user_upsert
+from register.demo import load_demo_register
 
 DEMO_PASSWORD = "gpu-portal-demo"
 
@@ -28,48 +30,6 @@ USERS = [
     ("pat", "platform", []),
     ("quinn", "platform", []),
     ("fiona", "finance", []),
-]
-
-CLUSTERS = [
-    {
-        "name": "gpu-east",
-        "description": "Demo: H100 training, H200 MIG inference, L40S time-sliced notebooks",
-        "kubernetes_version": "1.35",
-        "scheduling_model": "device_plugin",
-        "gang_scheduler": "volcano",
-        "applier": "gitops",
-        "pools": [
-            {"name": "h100-train", "gpu_model": "H100-80GB", "node_count": 4, "gpus_per_node": 8,
-             "sharing_mode": "exclusive", "driver_version": "570.124.06",
-             "nvlink_domain": "7b968a6d-0c2e-4b1a-9c51-2f0e8d1b7e11.1",
-             "node_selector": {"gpu-portal.io/pool": "h100-train"},
-             "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
-            {"name": "h200-mig", "gpu_model": "H200-141GB", "node_count": 2, "gpus_per_node": 8,
-             "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-balanced",
-             "driver_version": "570.124.06", "node_selector": {"gpu-portal.io/pool": "h200-mig"}},
-            {"name": "a100-mig-small", "gpu_model": "A100-80GB", "node_count": 2, "gpus_per_node": 8,
-             "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-1g.10gb",
-             "driver_version": "550.90.07", "node_selector": {"gpu-portal.io/pool": "a100-mig-small"}},
-            {"name": "l40s-shared", "gpu_model": "L40S-48GB", "node_count": 2, "gpus_per_node": 4,
-             "sharing_mode": "time_slicing", "time_slicing_replicas": 4, "time_slicing_renamed": True,
-             "device_plugin_config": "ts-4", "driver_version": "550.90.07",
-             "node_selector": {"gpu-portal.io/pool": "l40s-shared"}},
-        ],
-    },
-    {
-        "name": "gpu-west",
-        "description": "Demo: B200 on Dynamic Resource Allocation with the native Workload API",
-        "kubernetes_version": "1.36",
-        "scheduling_model": "dra",
-        "gang_scheduler": "native",
-        "applier": "gitops",
-        "pools": [
-            {"name": "b200-train", "gpu_model": "B200-180GB", "node_count": 2, "gpus_per_node": 8,
-             "sharing_mode": "exclusive", "driver_version": "580.65.06",
-             "nvlink_domain": "c0ffee00-1111-2222-3333-444455556666.1",
-             "node_selector": {"gpu-portal.io/pool": "b200-train"}},
-        ],
-    },
 ]
 
 # GPU equivalents each team may hold per strategy.
@@ -126,14 +86,9 @@ def load_demo() -> dict:
             request_reject(user=platform, request_id=gpu_request.pk,
                            comment="Demo: batch inference fits the nightly MIG window; resubmit as multi-tenant.")
     # Chargeback: last month's GPU usage of the demo teams, through the real ingestion path, and rate cards.
-    from chargeback.demo import load_demo_usage
-
     load_demo_usage(users={name: user for name, (user, _) in users.items()})
-    # --- platform decision register (branch register): some decisions signed off, some inherited ---
-    from register.demo import load_demo_register
-
+    # Platform decision register: some decisions signed off, some inherited.
     load_demo_register(users={name: user for name, (user, _) in users.items()})
-    # --- end platform decision register ---
     return {name: token for name, (_, token) in users.items()}
 
 

@@ -1,5 +1,5 @@
 """The GPU catalogue: models, MIG profiles and named MIG layouts, read from the data files shipped in
-`provisioning/data/` (sources in SOURCES.md there). Pure Python, no Django: the decision function, the
+`gpu/data/` (sources in SOURCES.md there). Pure Python, no Django: the decision function, the
 renderer, the planner and metering all read the same objects.
 """
 from __future__ import annotations

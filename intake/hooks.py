@@ -1,0 +1,114 @@
+"""What intake announces to the layers above it and what it asks of them, filled from their `AppConfig.ready()`,
+so that intake never imports them.
+
+- Status hooks: the request state machine announces each status it enters (provisioning: "on entering approved,
+  enqueue the apply job"). They run inside the transition's transaction, under the request's row lock, in the order
+  they were registered; work they cause is dispatched after commit (`transaction.on_commit`).
+- Providers: one function each that only an upper layer can supply (provisioning: the inventory snapshot the
+  decision reads). Calling one nobody provided is a programming error, said by name.
+- Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate)`, where
+  `gate(team=, decision=, answers=) -> dict` returns the decision (maybe with its automatic approval withdrawn and a
+  stable code added to `review_reasons`), run in order whenever a decision is made for a team; and
+  `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None` adds to the review page.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet, Subquery
+
+    from .decisions import Inventory
+    from .models import GpuRequest
+
+
+class EnteringHook(Protocol):
+    def __call__(self, *, gpu_request: GpuRequest, from_status: str) -> None: ...
+
+
+_ON_ENTERING: dict[str, dict[str, EnteringHook]] = {}
+
+
+def on_entering(status: str, name: str, hook: EnteringHook) -> None:
+    """Run `hook` whenever a request enters `status`. Registered by `name`, so a second `ready()` (tests) replaces
+    rather than doubles it."""
+    _ON_ENTERING.setdefault(status, {})[name] = hook
+
+
+def entering_hooks(status: str) -> list[Callable[..., None]]:
+    return list(_ON_ENTERING.get(status, {}).values())
+
+
+def announce_entering(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
+    """Called by `request_transition` and `request_transition_many` once the new status is saved."""
+    for hook in entering_hooks(to_status):
+        hook(gpu_request=gpu_request, from_status=from_status)
+
+
+# Related rows of the layers above that a request is shown with (provisioning: jobs, applied objects, gang stalls):
+# relation name -> a function returning the queryset to prefetch it with, ordered.
+_SHOWN_WITH: dict[str, Callable[[], QuerySet]] = {}
+
+
+def request_shown_with(relation: str, queryset: Callable[[], QuerySet]) -> None:
+    """Load `relation` (a reverse relation to GpuRequest) wherever a request is shown in full (intake.selectors)."""
+    _SHOWN_WITH[relation] = queryset
+
+
+def request_relations_shown() -> dict[str, Callable[[], QuerySet]]:
+    return dict(_SHOWN_WITH)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Provider(Generic[P, R]):
+    """A function an upper layer supplies from its `ready()`; intake calls the provider as it would the function."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._function: Callable[P, R] | None = None
+
+    def provide(self, function: Callable[P, R]) -> None:
+        self._function = function  # replaced, not doubled, by a second ready()
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._function is None:
+            raise RuntimeError(f"nothing provides {self.name}: is the app that provides it in INSTALLED_APPS?")
+        return self._function(*args, **kwargs)
+
+
+# The clusters and pools the decision places on (provisioning.selectors.inventory_snapshot).
+inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
+# An expression whose value changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
+inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
+# Does a request fit its pool now, with its projected GPU-hours and the team's quota
+# (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
+request_fit: Provider[..., dict] = Provider("request_fit")
+# Why an approved request waits and when it will start, as last read (provisioning.wait_selectors.request_wait;
+# keyword argument gpu_request).
+request_wait: Provider[..., object] = Provider("request_wait")
+
+
+# --- decision gates and review sections ---
+
+DECISION_GATES: list[Callable[..., dict]] = []
+REVIEW_SECTIONS: list[Callable[..., dict | None]] = []
+
+
+def register_decision_gate(gate: Callable[..., dict]) -> None:
+    if gate not in DECISION_GATES:
+        DECISION_GATES.append(gate)
+
+
+def register_review_section(section: Callable[..., dict | None]) -> None:
+    if section not in REVIEW_SECTIONS:
+        REVIEW_SECTIONS.append(section)
+
+
+def decision_gated(*, team, decision: dict, answers: dict) -> dict:
+    for gate in DECISION_GATES:
+        decision = gate(team=team, decision=decision, answers=answers)
+    return decision

@@ -1,0 +1,71 @@
+"""The request state machine announces statuses through intake.hooks; provisioning, the layer above, subscribes
+from its AppConfig.ready(). Given the installed apps, when a request is approved or cancelled over the API, then
+provisioning's job is queued exactly once; a status nobody subscribed to queues nothing."""
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+
+from intake import hooks
+from intake.decision_inputs import decision_inputs
+from provisioning.models import ProvisioningJob
+from provisioning.selectors import inventory_snapshot
+from provisioning.services import allocation_on_approved, allocation_on_cancelled
+
+pytestmark = pytest.mark.django_db
+
+
+def submit(api, engineer, valid_answers, name: str = "chat") -> int:
+    response = api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": name, "answers": valid_answers},
+                                  format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()["id"]
+
+
+def test_provisioning_subscribes_once_even_when_ready_runs_again():
+    apps.get_app_config("provisioning").ready()  # tests and reloads may run ready() twice
+
+    assert hooks.entering_hooks("approved") == [allocation_on_approved]
+    assert hooks.entering_hooks("cancelled") == [allocation_on_cancelled]
+    assert hooks.entering_hooks("rejected") == []
+
+
+def test_an_approval_over_the_api_queues_one_apply_job(api, engineer, platform_user, team_a, inventory,
+                                                      valid_answers, django_capture_on_commit_callbacks):
+    request_id = submit(api, engineer, valid_answers)
+    with django_capture_on_commit_callbacks(execute=False) as dispatched:
+        response = api(platform_user).post(f"/api/v1/requests/{request_id}/approve/", {}, format="json")
+
+    assert response.status_code == 200, response.json()
+    jobs = ProvisioningJob.objects.filter(request_id=request_id)
+    assert [(job.kind, job.status) for job in jobs] == [("apply", "queued")]
+    assert len(dispatched) >= 1  # the job's task is sent after commit, not inside the transaction
+
+
+def test_a_rejection_or_a_cancel_before_any_apply_queues_no_job(api, engineer, platform_user, team_a, inventory,
+                                                               valid_answers):
+    rejected = submit(api, engineer, valid_answers)
+    response = api(platform_user).post(f"/api/v1/requests/{rejected}/reject/", {"comment": "no"}, format="json")
+    assert response.status_code == 200, response.json()
+
+    cancelled = submit(api, engineer, valid_answers, name="chat-2")
+    response = api(engineer).post(f"/api/v1/requests/{cancelled}/cancel/", {}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["status"] == "cancelled"
+
+    assert not ProvisioningJob.objects.filter(request_id__in=[rejected, cancelled]).exists()
+
+
+def test_the_decision_places_on_the_inventory_provisioning_provides(inventory):
+    snapshot = hooks.inventory_snapshot()
+
+    assert snapshot == inventory_snapshot()
+    assert {cluster.name for cluster in snapshot.clusters} == {"gpu-east", "gpu-west"}
+    assert decision_inputs().inventory == snapshot
+
+
+def test_a_provider_nobody_provided_says_which_one():
+    unprovided = hooks.Provider("gpu_weather")
+
+    with pytest.raises(RuntimeError, match="nothing provides gpu_weather"):
+        unprovided()

@@ -1,0 +1,37 @@
+"""The layer contracts of pyproject.toml ([tool.importlinter], docs/architecture.md "Layers"), checked with
+`lint-imports` the way a developer runs it: the apps point one way, the pure modules import nothing from Django,
+and product code never imports the fake API server or the tests."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(config: Path) -> subprocess.CompletedProcess:
+    # --no-cache: a cache written by another checkout or an older graph must not decide the verdict.
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", "--config", str(config)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_the_layer_contracts_are_kept():
+    result = lint_imports(ROOT / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 3 kept, 0 broken." in result.stdout
+
+
+def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path):
+    # Without its ignore entry, intake's approval check reading provisioning's fit verdicts (an import inside a
+    # function) is reported: the contract counts the imports that dodge cycles at run time.
+    config = (ROOT / "pyproject.toml").read_text()
+    without, count = re.subn(r'\n *"intake\.services -> provisioning\.choices",', "", config)
+    assert count == 1
+    (tmp_path / "pyproject.toml").write_text(without)
+    result = lint_imports(tmp_path / "pyproject.toml")
+    assert result.returncode == 1
+    assert "intake is not allowed to import provisioning" in result.stdout
+    assert "intake.services -> provisioning.choices" in result.stdout
