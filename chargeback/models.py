@@ -297,3 +297,7 @@ class ClosedLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day:%Y-%m-%d} {self.gpu_model} {self.category} {self.cost}"
+
+
+# Idle GPUs (chargeback/idle/): defined there, registered with the app here.
+from .idle.models import GpuUtilisation, IdleAllocation, IdleEnd, IdleNotification, IdlePolicy, IdleScan  # noqa: E402,F401,E501

@@ -11,3 +11,23 @@ def usage_collect(cluster_name: str | None = None) -> list[int]:
     """One collection pass (beat runs it every CHARGEBACK_COLLECT_SECONDS); returns the collection row ids.
     Read failures are recorded on the rows, and the next pass reads again: no retry here."""
     return [collection.pk for collection in services.usage_collect(cluster_name=cluster_name)]
+
+
+@shared_task(name="chargeback.idle_scan_all", ignore_result=True)
+def idle_scan_all() -> list[int]:
+    """One idle scan of every enabled cluster that has a prometheus_url (beat: PORTAL_IDLE_SCAN_SECONDS). Each
+    scan writes an IdleScan row; a cluster whose Prometheus cannot be reached is recorded and read again next time."""
+    from .idle.services import idle_scan_all as scan_all
+
+    return [scan.pk for scan in scan_all()]
+
+
+@shared_task(name="chargeback.idle_notification_deliver", bind=True, ignore_result=True, max_retries=5,
+             default_retry_delay=30)
+def idle_notification_deliver(self, notification_id: int) -> str:
+    from .idle.services import TransientNotice, idle_notification_deliver as deliver
+
+    try:
+        return deliver(notification_id=notification_id)
+    except TransientNotice as exc:
+        raise self.retry(exc=exc, countdown=min(600, 30 * 2 ** self.request.retries)) from exc

@@ -402,6 +402,10 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gpu-portal@localhost"
 # The platform team's address(es), copied on every stalled-gang notice; comma-separated, may be empty.
 PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
 PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# Idle GPUs (chargeback/idle/): how long each Prometheus query may take, and how far back a scan reads (the
+# window of the utilisation and memory figures right-sizing is based on; at least the longest idle_after).
+PORTAL_PROMETHEUS_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_PROMETHEUS_TIMEOUT_SECONDS", "10"))
+PORTAL_IDLE_LOOKBACK_SECONDS = int(os.environ.get("PORTAL_IDLE_LOOKBACK_SECONDS", "86400"))
 # --- end status reconciliation ---------------------------------------------------------------------------------
 
 # --- background work: the sweeps and the one beat schedule of the project (docs/operations-background-work.md) ---
@@ -448,6 +452,10 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     # Chargeback: one ingestion pass over every enabled cluster's portal pods.
     "chargeback-usage-collect": {
         "task": "chargeback.usage_collect", "schedule": _env_every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
+    },
+    # Idle GPUs: every cluster with a prometheus_url, its running requests' utilisation (chargeback/idle/).
+    "chargeback-idle-scan": {
+        "task": "chargeback.idle_scan_all", "schedule": _env_every("PORTAL_IDLE_SCAN_SECONDS", "300", offset=163),
     },
 }.items() if entry["schedule"] is not None}
 # --- end background work -----------------------------------------------------------------------------------------

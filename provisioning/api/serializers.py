@@ -78,6 +78,7 @@ class ClusterSerializer(serializers.ModelSerializer):
             "ingress_pod_labels",
             "metrics_namespace",
             "metrics_pod_labels",
+            "prometheus_url",
             "pools",
             # --- live (branch live) ---
             "discovered_kubernetes_version",

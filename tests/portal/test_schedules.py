@@ -58,6 +58,7 @@ def test_beat_never_sends_two_periodic_tasks_in_the_same_second():
     per_entry = Counter(name for _, name in sent)
     assert per_entry == {"provisioning-sweep": 60, "provisioning-notification-sweep": 60, "portal.ping": 60,
                          "provisioning-status-reconcile": 60, "mig-plans-advance": 240, "inventory-sync": 12,
+                         "chargeback-idle-scan": 12,
                          "chargeback-usage-collect": 12}
 
 
