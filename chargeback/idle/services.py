@@ -85,10 +85,10 @@ def _observe(cluster: Cluster, pods: dict[tuple[str, str], int], *, now: datetim
 
 def _lookback(found_rules: dict[str, rules.IdleRule]) -> tuple[timedelta, timedelta]:
     """How far back to read (the longest idle_after, at least PORTAL_IDLE_LOOKBACK_SECONDS) and the step (about
-    240 steps, at least one second)."""
+    240 steps, at least two scrape intervals of a 1 s scrape)."""
     longest = max(r.idle_after for r in found_rules.values())
     lookback = max(longest + timedelta(seconds=1), timedelta(seconds=settings.PORTAL_IDLE_LOOKBACK_SECONDS))
-    step = timedelta(seconds=max(1, int(lookback.total_seconds()) // 240))
+    step = timedelta(seconds=max(2, int(lookback.total_seconds()) // 240))
     return lookback, step
 
 
@@ -161,14 +161,15 @@ def _assess(gpu_request: GpuRequest, seen: _Observed, *, cluster: str, rule: rul
     })  # fmt: skip
     open_episode = (IdleAllocation.objects.select_for_update(no_key=True)
                     .filter(request=gpu_request, ended_at__isnull=True).first())
-    busy_since_booked = open_episode is not None and (
-        since is None or since > (open_episode.marked_until or open_episode.detected_at))
+    # Busy again: no idle run now, or one that began after the last booking (and not merely at the window's edge).
+    busy_since_booked = open_episode is not None and (since is None or (
+        since > window_start + step and since > (open_episode.marked_until or open_episode.detected_at)))
     if busy_since_booked:
         # Idle time is booked only up to the last scan that saw it idle: nothing after it is counted.
         open_episode.ended_at, open_episode.end_reason = now, IdleEnd.ACTIVE
-            open_episode.save(update_fields=["ended_at", "end_reason", "updated_at"])
-            events.event_note(request=gpu_request, kind="cluster", reason="IdleEnded",
-                              comment="Its GPUs are busy again; the idle time up to the previous scan is booked as idle.")
+        open_episode.save(update_fields=["ended_at", "end_reason", "updated_at"])
+        events.event_note(request=gpu_request, kind="cluster", reason="IdleEnded",
+                          comment="Its GPUs are busy again; the idle time up to the previous scan is booked as idle.")
         return 0, 0
     if not rules.is_idle(since, now=now, rule=rule):
         return 0, 0
