@@ -178,15 +178,16 @@ def test_idle_hours_are_their_own_line_in_the_report_and_the_csv(idle_fleet, fin
     answer = client.get("/api/v1/chargeback/report/", {"start": start, "end": end, "group_by": "request"})
 
     assert answer.status_code == 200, answer.content
-    rows = answer.json()["results"]
+    rows = answer.json()["rows"]
     idle = [r for r in rows if r["category"] == "idle"]
     assert {r["request"] for r in idle} == {requests["notebook"].pk, requests["server"].pk}
-    assert all(Decimal(r["gpu_equivalent_hours"]) >= 0 for r in idle)
-    seconds = sum(Decimal(r["gpu_equivalent_seconds"]) for r in idle)
-    booked = sum(((e.marked_until - e.idle_since).total_seconds() for e in IdleAllocation.objects.all()))
-    assert abs(seconds - Decimal(str(booked))) < Decimal("0.001")
-    text = client.get("/api/v1/chargeback/report/", {"start": start, "end": end, "group_by": "request",
-                                                     "format": "csv"}).content.decode()
+    # One whole GPU each: the idle hours are the booked windows, rounded to 6 places like every row.
+    hours = sum(Decimal(r["gpu_equivalent_hours"]) for r in idle)
+    booked = Decimal(str(sum((e.marked_until - e.idle_since).total_seconds() for e in IdleAllocation.objects.all())))
+    assert hours > 0 and abs(hours - booked / 3600) <= Decimal("0.000002")
+    assert all(r["currency"] == "EUR" and Decimal(r["cost"]) >= 0 for r in idle)
+    text = b"".join(client.get("/api/v1/chargeback/report/", {
+        "start": start, "end": end, "group_by": "request", "format": "csv"}).streaming_content).decode()
     categories = {row.get("category") for row in csv.DictReader(io.StringIO(
         "\n".join(line for line in text.splitlines() if not line.startswith("#"))))}
     assert {"usage", "idle"} <= categories
@@ -201,7 +202,7 @@ def test_a_cluster_without_prometheus_is_skipped_and_the_register_says_so(invent
 
     register = client_for(platform_user).get("/api/v1/register/")
     assert register.status_code == 200
-    assert "idle GPUs are not looked for" in str(register.json())
+    assert "idle GPUs are not looked for on this cluster" in str(register.json())
 
 
 def test_prometheus_that_cannot_be_reached_is_recorded_on_the_scan(inventory, fake_kube, idle_settings, team_a,
