@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core import mail
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 
 from chargeback.models import IdleAllocation, IdleNotification, IdlePolicy, IdleScan, RateCard, UsageInterval
@@ -19,7 +20,8 @@ from chargeback.tasks import idle_scan_all, usage_collect
 from intake.models import RequestEvent
 from portal.webhooks import secret_generate, signature
 from tests.chargeback.conftest import make_request, pod_for
-from tests.conftest import client_for
+from intake.services import request_evaluate
+from tests.conftest import VALID_ANSWERS, client_for
 from tests.support.prometheus import Device, start_dcgm_stub, start_prometheus, stop_prometheus
 from tests.support.webhook import start_receiver
 
@@ -219,3 +221,41 @@ def test_prometheus_that_cannot_be_reached_is_recorded_on_the_scan(inventory, fa
 
     scan = IdleScan.objects.get()
     assert scan.status == "failed" and "could not reach Prometheus" in scan.message
+
+
+def test_a_right_sizing_suggestion_with_its_saving_on_the_api_and_the_page(idle_fleet, engineer, engineer_b,
+                                                                          eager_celery):
+    """Given the scan measured the notebook (peak 6 GB of an 80 GB H100, about 1% busy), when its owner asks, then
+    the API and the request page suggest a 1g.10gb slice with the monthly saving at today's rate cards (EUR 2.50
+    per GPU-equivalent-hour for both: 730 h x (1 - 1/7) x 2.50 = EUR 1,564), and the re-request link opens the
+    questionnaire pre-filled; another team's engineer sees nothing of it."""
+    requests, _ = idle_fleet
+    idle_scan_all()
+    notebook = requests["notebook"]
+
+    answer = client_for(engineer).get(f"/api/v1/requests/{notebook.pk}/rightsizing/")
+
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["available"] is True and body["mig_profile"] == "1g.10gb"
+    assert (body["monthly_saving"], body["currency"]) == ("1564", "EUR")
+    assert body["text"] == ("peak 6 GB of 80 GB, median utilisation 1%: a 1g.10gb MIG slice would serve it for "
+                            "about EUR 1,564 a month less")
+    assert body["observed"]["peak_memory_used_mib"] == 6144
+    busy = client_for(engineer).get(f"/api/v1/requests/{requests['train'].pk}/rightsizing/").json()
+    assert busy["available"] is False and "Nothing smaller" in busy["why"]
+    assert client_for(engineer_b).get(f"/api/v1/requests/{notebook.pk}/rightsizing/").status_code == 404
+
+    # The page renders the whole decision: give the fixture's short one the rest of a real decision.
+    evaluation = request_evaluate(raw_answers=VALID_ANSWERS)
+    notebook.decision = {**evaluation.decision, **notebook.decision}
+    notebook.answers = dict(evaluation.answers.values)
+    notebook.save(update_fields=["decision", "answers"])
+    web = Client()
+    web.force_login(engineer)
+    page = web.get(f"/requests/{notebook.pk}/").content.decode()
+    assert "a 1g.10gb MIG slice would serve it for about EUR 1,564 a month less" in page
+    assert body["rerequest_url"] == f"/requests/new/?from={notebook.pk}&gpu_memory_gb=8"
+    form = web.get(body["rerequest_url"]).content.decode()
+    assert 'value="notebook-resized"' in form
+    assert 'name="gpu_memory_gb"' in form and 'value="8"' in form
