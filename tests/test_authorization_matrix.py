@@ -47,6 +47,7 @@ MATRIX = [
     (("POST", "request-reject", {"pk": A}, {"comment": "no"}), (401, 403, 404, 200, 403)),
     (("POST", "request-cancel", {"pk": A}, {}), (401, 200, 404, 200, 403)),
     (("GET", "request-fit", {"pk": A}, None), (401, 200, 404, 200, 200)),
+    (("GET", "request-rightsizing", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "request-manifests", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "policy-version-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "policy-version-detail", {"number": "active"}, None), (401, 200, 200, 200, 200)),

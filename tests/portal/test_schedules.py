@@ -92,4 +92,4 @@ def test_a_period_of_zero_turns_an_entry_off():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[2], check=True).stdout
     names = ast.literal_eval(out.strip().splitlines()[-1])
-    assert "inventory-sync" not in names and "provisioning-sweep" in names and len(names) == 6
+    assert "inventory-sync" not in names and "provisioning-sweep" in names and len(names) == 7
