@@ -98,6 +98,7 @@ def coverage_rows(*, start, now) -> tuple[dict, dict, dict]:
 def build(snapshot: Snapshot) -> SectionResult:
     totals, by_strategy, approvals = coverage_rows(start=snapshot.start, now=snapshot.now)
     prometheus_urls = {c.name: c.prometheus_url for c in snapshot.clusters}
+    idle_notes: list[str] = []  # the section's notes: where idle GPUs are looked for (chargeback/idle/)
     names = [c.name for c in snapshot.clusters] + sorted(set(totals) - {c.name for c in snapshot.clusters})
     items = []
     grand = {"total": Decimal(0), "attributed": Decimal(0)}
@@ -135,12 +136,12 @@ def build(snapshot: Snapshot) -> SectionResult:
         if total and verdict == Verdict.DECIDED:
             notes.append(f"Every GPU-hour belongs to one of {requests} approved requests.")
         prometheus_url = prometheus_urls.get(name, "")
-        if prometheus_url:
-            notes.append(f"Idle GPUs are looked for through {prometheus_url} (DCGM exporter metrics); {idle} "
-                         "GPU-equivalent-hours were idle (paid for, unused).")
-        else:
-            notes.append("No prometheus_url: idle GPUs are not looked for on this cluster and right-sizing has "
-                         "nothing to go on (docs/idle-gpus.md).")
+        if name in prometheus_urls:
+            idle_notes.append(
+                f"{name}: idle GPUs are looked for through {prometheus_url}; {idle} GPU-equivalent-hours were idle "
+                "(paid for, unused)." if prometheus_url else
+                f"{name}: no prometheus_url, so idle GPUs are not looked for on this cluster and right-sizing has "
+                "nothing to go on (docs/idle-gpus.md).")
         who = approvers + (["policy (automatic approval)"] if automatic else [])
         decided = verdict == Verdict.DECIDED
         items.append(Item(
@@ -165,4 +166,4 @@ def build(snapshot: Snapshot) -> SectionResult:
         "attributed_share_percent": _share(grand["attributed"], grand["total"]),
         "window_days": snapshot.days,
     }
-    return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary)
+    return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary, notes=idle_notes)
