@@ -446,10 +446,10 @@ def usage_mark_waste(*, request_id: int, started_at: datetime, ended_at: datetim
             pieces.append((mid, category, EndSource.SPLIT if after else original_source))
         if after:
             pieces.append(((after[0], original_end), Category.USAGE, original_source))
-        for (start, end), category, end_source in pieces:
+        for (start, end), piece_category, end_source in pieces:
             piece = UsageInterval.objects.get(pk=interval.pk)
             piece.pk = None
-            piece.started_at, piece.ended_at, piece.category, piece.end_source = start, end, category, end_source
+            piece.started_at, piece.ended_at, piece.category, piece.end_source = start, end, piece_category, end_source
             piece.save(force_insert=True)
         if horizon:
             frozen_mid = _clip(mid[0], mid[1], horizon)
