@@ -59,6 +59,11 @@ def should_release(*, detected_at: datetime, now: datetime, rule: IdleRule) -> b
     return rule.release_after is not None and now - detected_at >= rule.release_after
 
 
+def percent(value: float) -> Decimal:
+    """A utilisation as stored: two decimal places."""
+    return Decimal(str(value)).quantize(Decimal("0.01"))
+
+
 def median(values: list[float]) -> Decimal:
     return Decimal(str(statistics.median(values))).quantize(Decimal("0.01")) if values else Decimal(0)
 

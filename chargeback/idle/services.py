@@ -156,7 +156,7 @@ def _assess(gpu_request: GpuRequest, seen: _Observed, *, cluster: str, rule: rul
     peak = max(v for _, v in peak_points)
     GpuUtilisation.objects.update_or_create(request=gpu_request, defaults={
         "cluster": cluster, "window_start": window_start, "window_end": now, "samples": len(peak_points),
-        "peak_utilisation_percent": rules.median([peak]), "median_utilisation_percent": rules.median(means),
+        "peak_utilisation_percent": rules.percent(peak), "median_utilisation_percent": rules.median(means),
         "peak_memory_used_mib": seen.memory_used, "memory_total_mib": seen.memory_total, "idle_since": since,
     })  # fmt: skip
     open_episode = (IdleAllocation.objects.select_for_update(no_key=True)
@@ -178,7 +178,7 @@ def _assess(gpu_request: GpuRequest, seen: _Observed, *, cluster: str, rule: rul
         open_episode = IdleAllocation.objects.create(
             request=gpu_request, cluster=cluster, workload_class=gpu_request.workload_class, idle_since=since,
             detected_at=now, threshold_percent=rule.threshold_percent,
-            peak_utilisation_percent=rules.median([max(v for t, v in peak_points if rules.at_utc(t) > since)]),
+            peak_utilisation_percent=rules.percent(max(v for t, v in peak_points if rules.at_utc(t) > since)),
         )  # fmt: skip
         flagged = 1
         events.event_note(request=gpu_request, kind="cluster", reason="IdleFlagged", comment=_flag_words(
