@@ -121,12 +121,13 @@ def idle_fleet(inventory, team_a, engineer, fake_kube, prometheus, dcgm_stub, we
 
 
 def test_an_idle_pod_is_flagged_notified_released_where_the_policy_says_and_booked_as_idle(
-        idle_fleet, webhook, eager_celery, django_capture_on_commit_callbacks):
+        idle_fleet, webhook, dcgm_stub, prometheus, eager_celery, django_capture_on_commit_callbacks):
     """Given three running requests whose pods Prometheus has scraped from the DCGM stub for several seconds, when
     the beat task scans, then the idle development notebook and the idle inference server are flagged and their
     owners told once (e-mail and a signed webhook); only the development one is released through the cancel
-    path with an event saying why; the busy training job is left alone; and the idle time is its own category."""
-    requests, _ = idle_fleet
+    path with an event saying why; the busy training job is left alone; the idle time is its own category; and
+    when the server gets busy again its episode ends."""
+    requests, pods = idle_fleet
 
     with django_capture_on_commit_callbacks(execute=True):
         [scan_id] = idle_scan_all()
@@ -166,6 +167,18 @@ def test_an_idle_pod_is_flagged_notified_released_where_the_policy_says_and_book
         idle_scan_all()
     assert (len(mail.outbox), len(webhook.received)) == (outbox, posts)
     assert IdleAllocation.objects.filter(request=requests["server"]).count() == 1
+    booked_until = IdleAllocation.objects.get(request=requests["server"]).marked_until
+    assert booked_until > episode.marked_until
+
+    # Busy again: the episode ends and nothing after the last idle scan is booked.
+    server_pod = pods["server"]["metadata"]["name"]
+    dcgm_stub.set(_device(pods["server"], utilisation=80, fb_used_mib=30 * 1024))
+    prometheus.wait_for(f'max_over_time(DCGM_FI_DEV_GPU_UTIL{{pod="{server_pod}"}}[3s])', minimum=80)
+    with django_capture_on_commit_callbacks(execute=True):
+        idle_scan_all()
+    episode.refresh_from_db()
+    assert (episode.end_reason, episode.marked_until) == ("active", booked_until)
+    assert RequestEvent.objects.filter(request=requests["server"], reason="IdleEnded").count() == 1
 
 
 def test_idle_hours_are_their_own_line_in_the_report_and_the_csv(idle_fleet, finance_user, eager_celery):
