@@ -181,3 +181,40 @@ class BudgetAdmin(PlatformAdminMixin, admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for budget in queryset:
             budget_services.budget_delete(user=request.user, budget=budget)
+
+
+# --- idle GPUs (chargeback/idle/) ---------------------------------------------------------------------------------
+
+from .models import IdleAllocation, IdleNotification, IdlePolicy, IdleScan  # noqa: E402
+
+
+@admin.register(IdlePolicy)
+class IdlePolicyAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """When a workload class's GPUs count as idle and whether the portal releases them; a class without a row uses
+    the defaults of chargeback.idle.rules.IDLE_DEFAULTS. Read on every scan."""
+
+    list_display = ["workload_class", "threshold_percent", "idle_after_seconds", "release_after_seconds",
+                    "updated_at"]
+    list_editable = ["threshold_percent", "idle_after_seconds", "release_after_seconds"]
+
+
+class IdleNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = IdleNotification
+    extra = 0
+    fields = ["channel", "target", "status", "attempts", "message", "sent_at"]
+
+
+@admin.register(IdleAllocation)
+class IdleAllocationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Idle episodes found by the scans: read-only (a scan opens and closes them)."""
+
+    list_display = ["request", "cluster", "workload_class", "idle_since", "detected_at", "marked_until",
+                    "released_at", "end_reason"]
+    list_filter = ["cluster", "workload_class", "end_reason"]
+    inlines = [IdleNotificationInline]
+
+
+@admin.register(IdleScan)
+class IdleScanAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["cluster", "scanned_at", "status", "requests_read", "flagged", "released", "message"]
+    list_filter = ["cluster", "status"]

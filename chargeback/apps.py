@@ -18,3 +18,10 @@ class ChargebackConfig(AppConfig):
 
         register_decision_gate(budget_gate)
         register_review_section(budget_review_section)
+
+        from intake import hooks
+
+        from .idle.selectors import rightsizing_get
+
+        # The request page and API show the right-sizing suggestion (intake, the layer below, asks for it).
+        hooks.request_rightsizing.provide(rightsizing_get)

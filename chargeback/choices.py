@@ -6,13 +6,15 @@ class Category(models.TextChoices):
 
     USAGE = "usage", "Usage"
     WASTE = "waste", "Waste (stalled gang)"
+    IDLE = "idle", "Idle (paid for, unused)"
 
 
 # The report's categories for adjustment lines (late data for a closed month, booked in the next open month);
 # never stored on an interval.
 ADJUSTMENT = "adjustment"
 WASTE_ADJUSTMENT = "waste_adjustment"
-REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT)
+IDLE_ADJUSTMENT = "idle_adjustment"
+REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT, IDLE_ADJUSTMENT)
 
 
 class EndSource(models.TextChoices):

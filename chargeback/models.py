@@ -338,3 +338,7 @@ class Budget(models.Model):
     def __str__(self) -> str:
         where = f"{self.team.slug}/{self.cost_center}" if self.cost_center else self.team.slug
         return f"{where} {self.month:%Y-%m}"
+
+
+# Idle GPUs (chargeback/idle/): defined there, registered with the app here.
+from .idle.models import GpuUtilisation, IdleAllocation, IdleEnd, IdleNotification, IdlePolicy, IdleScan  # noqa: E402,F401,E501

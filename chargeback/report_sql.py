@@ -60,7 +60,8 @@ def _adjustment_spans(where: str) -> str:
     FROM chargeback_adjustment
     WHERE started_at < %(end)s AND ended_at > %(start)s{where}
     UNION ALL  -- ... and book it in the next open month
-    SELECT {_SPAN_COLUMNS}, CASE WHEN category = 'waste' THEN 'waste_adjustment' ELSE 'adjustment' END,
+    SELECT {_SPAN_COLUMNS}, CASE category WHEN 'waste' THEN 'waste_adjustment'
+        WHEN 'idle' THEN 'idle_adjustment' ELSE 'adjustment' END,
         sign, booked_at, started_at, ended_at
     FROM chargeback_adjustment
     WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}"""

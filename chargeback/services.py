@@ -406,10 +406,11 @@ def _book_frozen_changes(changes: list[tuple], *, horizon: datetime, reason: str
 
 @transaction.atomic
 def usage_mark_waste(*, request_id: int, started_at: datetime, ended_at: datetime, reason: str = "stalled gang",
-                     now: datetime | None = None) -> int:
+                     now: datetime | None = None, category: str = Category.WASTE) -> int:
     """Reclassify a request's GPU time inside [started_at, ended_at) as waste (e.g. the burnt time of a stalled
     gang), splitting its pods' intervals there; its own line in reports, category `waste`. Returns how many
-    intervals were split. Time already in a closed month moves through adjustment lines."""
+    intervals were split. Time already in a closed month moves through adjustment lines. `category` IDLE books
+    idle GPU time (paid for, unused) the same way."""
     now = now or timezone.now()
     if ended_at <= started_at:
         raise InvalidInput("The waste window must end after it starts.", field="ended_at")
@@ -436,28 +437,28 @@ def usage_mark_waste(*, request_id: int, started_at: datetime, ended_at: datetim
         if before:
             interval.ended_at, interval.end_source = before[1], EndSource.SPLIT
         else:
-            interval.category = Category.WASTE
+            interval.category = category
             interval.ended_at = mid[1]
             interval.end_source = EndSource.SPLIT if after else original_source
         interval.save(update_fields=["ended_at", "end_source", "category", "updated_at"])
         pieces = []
         if before:
-            pieces.append((mid, Category.WASTE, EndSource.SPLIT if after else original_source))
+            pieces.append((mid, category, EndSource.SPLIT if after else original_source))
         if after:
             pieces.append(((after[0], original_end), Category.USAGE, original_source))
-        for (start, end), category, end_source in pieces:
+        for (start, end), piece_category, end_source in pieces:
             piece = UsageInterval.objects.get(pk=interval.pk)
             piece.pk = None
-            piece.started_at, piece.ended_at, piece.category, piece.end_source = start, end, category, end_source
+            piece.started_at, piece.ended_at, piece.category, piece.end_source = start, end, piece_category, end_source
             piece.save(force_insert=True)
         if horizon:
             frozen_mid = _clip(mid[0], mid[1], horizon)
             if frozen_mid:
                 for span in _by_month(frozen_mid):
                     adjustments.append(_adjustment(interval, span=span, sign=-1, category=Category.USAGE,
-                                                   horizon=horizon, reason=f"reclassified as waste: {reason}"))
-                    adjustments.append(_adjustment(interval, span=span, sign=+1, category=Category.WASTE,
-                                                   horizon=horizon, reason=f"reclassified as waste: {reason}"))
+                                                   horizon=horizon, reason=f"reclassified as {category}: {reason}"))
+                    adjustments.append(_adjustment(interval, span=span, sign=+1, category=category,
+                                                   horizon=horizon, reason=f"reclassified as {category}: {reason}"))
     Adjustment.objects.bulk_create(adjustments)
     return len(overlapping)
 

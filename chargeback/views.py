@@ -32,7 +32,7 @@ def _csv_url(*, start, end, group_by, **filters) -> str:
 def _chart(user, *, start, end, filters=None):
     rows = selectors.report_rows(user=user, start=start, end=end, group_by=["team", "strategy"], filters=filters)
     return stacked_bars((r["team"], r["strategy"], r["gpu_equivalent_hours"]) for r in rows
-                        if r["category"] in ("usage", "waste"))
+                        if r["category"] in ("usage", "waste", "idle"))
 
 
 def _budget_charts(user, *, team=None) -> list[dict]:

@@ -90,6 +90,9 @@ request_fit: Provider[..., dict] = Provider("request_fit")
 # Why an approved request waits and when it will start, as last read (provisioning.wait_selectors.request_wait;
 # keyword argument gpu_request).
 request_wait: Provider[..., object] = Provider("request_wait")
+# The right-sizing suggestion from what a request's GPUs did (chargeback.idle.selectors.rightsizing_get; keyword
+# argument gpu_request).
+request_rightsizing: Provider[..., object] = Provider("request_rightsizing")
 
 
 # --- decision gates and review sections ---

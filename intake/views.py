@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+# The request page shows chargeback's right-sizing suggestion (what its GPUs really did); a read, nothing more.
 from portal.errors import DomainError, NotFound
 from portal.selectors import team_list_requestable, team_list_visible
 
@@ -15,6 +16,7 @@ from . import hooks, leases, selectors, services
 from .choices import RequestStatus
 from .decisions import summarise
 from .forms import CancelForm, LeaseExtendForm, RequestForm
+from .questionnaire import QUESTIONS
 
 
 @login_required
@@ -37,13 +39,31 @@ def request_list(request):
     return render(request, "intake/request_list.html", context)
 
 
+def _prefill(request, teams) -> dict:
+    """`?from=<id>` (the right-sizing re-request): that request's answers, team and name, then any answer given in
+    the query (e.g. gpu_memory_gb) over them. A request the user may not see pre-fills nothing."""
+    if request.method != "GET" or not request.GET.get("from"):
+        return {}
+    try:
+        source = selectors.request_get(user=request.user, request_id=request.GET["from"])
+    except NotFound:
+        return {}
+    keys = {q.key for q in QUESTIONS}
+    initial = {k: ("\n".join(v) if isinstance(v, list) else v) for k, v in (source.answers or {}).items() if k in keys}
+    initial |= {k: v for k, v in request.GET.items() if k in keys}
+    if teams.filter(pk=source.team_id).exists():
+        initial["team"] = source.team_id
+    initial["name"] = f"{source.name}-resized"[:63]
+    return initial
+
+
 @login_required
 def request_new(request):
     teams = team_list_requestable(user=request.user)
     if not teams.exists():
         messages.error(request, "You are not an engineer in any team, so you cannot request GPUs.")
         return redirect("web:request-list")
-    form = RequestForm(request.POST or None, teams=teams)
+    form = RequestForm(request.POST or None, teams=teams, initial=_prefill(request, teams))
     if request.method == "POST" and form.is_valid():
         try:
             gpu_request = services.request_submit(
@@ -105,6 +125,7 @@ def request_detail(request, pk):
         "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
         "wait": hooks.request_wait(gpu_request=gpu_request),
         "lease_left": leases.lease_time_left(gpu_request),
+        "rightsizing": hooks.request_rightsizing(gpu_request=gpu_request),
     })
 
 

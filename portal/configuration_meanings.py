@@ -122,6 +122,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_BUDGET_CHECK_SECONDS": {"section": "celery", "meaning": "how often beat checks every budget's "
                                         "forecast against its thresholds and notifies each crossing once "
                                         "(`chargeback.budget_thresholds_notify`)"},
+    "PORTAL_IDLE_SCAN_SECONDS": {"section": "celery", "meaning": "how often beat scans every cluster with a "
+                                 "`prometheus_url` for idle GPUs (docs/idle-gpus.md); `0`: never"},
     "PORTAL_INVENTORY_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs inventory discovery of "
                                       "every enabled cluster (`provisioning.inventory_sync_all`)"},
     "PORTAL_MIG_ADVANCE_SECONDS": {"section": "celery", "meaning": "how often beat advances the active MIG plans "
@@ -163,6 +165,11 @@ MEANINGS: dict[str, dict[str, str]] = {
                                                     "fails after this; `0`: never"},
     "PORTAL_GANG_STALL_AFTER_SECONDS": {"section": "reconcile", "meaning": "stall threshold of a workload class "
                                         "without a GangPolicy row"},
+    "PORTAL_PROMETHEUS_TIMEOUT_SECONDS": {"section": "reconcile", "meaning": "timeout of each query to a "
+                                          "cluster's Prometheus (idle GPUs)"},
+    "PORTAL_IDLE_LOOKBACK_SECONDS": {"section": "reconcile", "meaning": "how far back an idle scan reads "
+                                     "utilisation and memory (the window right-sizing is based on); at least the "
+                                     "longest idle threshold"},
     # notifications and e-mail
     "PLATFORM_NOTIFICATION_EMAIL": {"section": "notify", "meaning": "the platform team's address(es), "
                                     "comma-separated, copied on every stalled-gang notice"},

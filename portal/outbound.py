@@ -154,3 +154,40 @@ def post_pinned(destination: Destination, *, body: bytes, headers: dict[str, str
         return PinnedResponse(status=response.status, reason=response.reason or "")
     finally:
         pool.close()
+
+
+@dataclass(frozen=True)
+class PinnedBody:
+    status: int
+    body: bytes
+
+
+def get_pinned(destination: Destination, *, timeout: float, max_bytes: int) -> PinnedBody:
+    """GET from the checked address of `destination` (as `post_pinned`: no redirect, TLS checked against the URL's
+    host) and read at most `max_bytes` of the answer; a longer one raises OutboundBlocked rather than fill memory."""
+    kwargs = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
+    if destination.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            destination.address, destination.port, server_hostname=destination.host,
+            assert_hostname=destination.host, cert_reqs="CERT_REQUIRED", **kwargs,
+        )  # fmt: skip
+    else:
+        pool = urllib3.HTTPConnectionPool(destination.address, destination.port, **kwargs)
+    parts = urlsplit(destination.url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    default_port = 443 if destination.scheme == "https" else 80
+    host_header = destination.host if ":" not in destination.host else f"[{destination.host}]"
+    if destination.port != default_port:
+        host_header = f"{host_header}:{destination.port}"
+    try:
+        response = pool.urlopen("GET", target, headers={"Host": host_header, "Accept": "application/json"},
+                                redirect=False, preload_content=False, assert_same_host=False)
+        try:
+            body = response.read(max_bytes + 1)
+        finally:
+            response.release_conn()
+        if len(body) > max_bytes:
+            raise OutboundBlocked(f"the answer is larger than {max_bytes} bytes")
+        return PinnedBody(status=response.status, body=body)
+    finally:
+        pool.close()

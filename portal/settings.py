@@ -414,6 +414,10 @@ PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
 PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
 # A lease's reminder goes out this many hours before it ends (once per expiry).
 PORTAL_LEASE_REMINDER_HOURS = float(os.environ.get("PORTAL_LEASE_REMINDER_HOURS", "24"))
+# Idle GPUs (chargeback/idle/): how long each Prometheus query may take, and how far back a scan reads (the
+# window of the utilisation and memory figures right-sizing is based on; at least the longest idle_after).
+PORTAL_PROMETHEUS_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_PROMETHEUS_TIMEOUT_SECONDS", "10"))
+PORTAL_IDLE_LOOKBACK_SECONDS = int(os.environ.get("PORTAL_IDLE_LOOKBACK_SECONDS", "86400"))
 # --- end status reconciliation ---------------------------------------------------------------------------------
 
 # --- background work: the sweeps and the one beat schedule of the project (docs/operations-background-work.md) ---
@@ -478,6 +482,10 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     "chargeback-budget-thresholds": {
         "task": "chargeback.budget_thresholds_notify",
         "schedule": _env_every("CHARGEBACK_BUDGET_CHECK_SECONDS", "900", offset=465),
+    },
+    # Idle GPUs: every cluster with a prometheus_url, its running requests' utilisation (chargeback/idle/).
+    "chargeback-idle-scan": {
+        "task": "chargeback.idle_scan_all", "schedule": _env_every("PORTAL_IDLE_SCAN_SECONDS", "300", offset=163),
     },
 }.items() if entry["schedule"] is not None}
 # --- end background work -----------------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         ("applier", "api_server", "gitops_repo"),
         ("ingress_namespace", "ingress_pod_labels"),
         ("metrics_namespace", "metrics_pod_labels"),
+        "prometheus_url",
         "enabled",
         # --- live (branch live) ---
         ("discovered_kubernetes_version", "dra_in_use", "gang_schedulers_seen"),

@@ -15,11 +15,11 @@ from django.db import models
 from django.db.models import F, Q
 
 from intake.choices import WorkloadClass
+from gpu import gangapi
+from gpu.vocabulary import REPLICATED
 from portal.encryption import EncryptedTextField
 from portal.models import slug_validator
-from portal.outbound import validate_api_server_url
-from gpu.vocabulary import REPLICATED
-from gpu import gangapi
+from portal.outbound import validate_api_server_url, validate_outbound_url
 
 from .choices import (
     Strategy,
@@ -144,6 +144,12 @@ class Cluster(models.Model):
     metrics_pod_labels = models.JSONField(
         default=dict, blank=True, validators=[pod_labels_validator],
         help_text="labels of the scraper's pods; empty: every pod of its namespace",
+    )
+    # Idle GPUs and right-sizing (chargeback/idle/): where the DCGM exporter's metrics can be queried; blank: off.
+    prometheus_url = models.URLField(
+        blank=True, validators=[validate_outbound_url],
+        help_text="Prometheus HTTP API base that scrapes the DCGM exporter, e.g. http://prometheus.monitoring:9090; "
+                  "blank: idle GPUs are not looked for on this cluster",
     )
     gang_scheduler_owns_gpu_nodes = models.BooleanField(
         default=True,

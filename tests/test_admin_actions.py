@@ -15,8 +15,8 @@ from django.contrib import admin
 from django.core import serializers
 from django.test import Client
 
-from chargeback.models import RateCard
 from chargeback.budget_services import budget_create, budget_delete
+from chargeback.models import IdlePolicy, RateCard
 from chargeback.services import rate_card_create, rate_card_delete
 from intake.models import PolicyVersion
 from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve, request_submit
@@ -51,15 +51,17 @@ ROLES = {
     ("register.PlatformDecision", "sign_off"): PLATFORM,
     **{(label, "delete_selected"): PLATFORM for label in (
         "portal.Team", "provisioning.Cluster", "provisioning.NodePool", "provisioning.TeamQuota",
-        "provisioning.GangPolicy", "register.PlatformDecision", "register.DriverUpgradePlan")},
+        "provisioning.GangPolicy", "chargeback.IdlePolicy", "register.PlatformDecision",
+        "register.DriverUpgradePlan")},
     ("chargeback.RateCard", "delete_selected"): frozenset({"platform", "finance"}),
     ("chargeback.Budget", "delete_selected"): PLATFORM,
     **{(label, "delete_selected"): NOBODY for label in (
         "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
-        "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval", "chargeback.Adjustment",
-        "chargeback.UsageCollection", "chargeback.ClosedPeriod")},
+        "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval",
+        "chargeback.Adjustment", "chargeback.UsageCollection", "chargeback.ClosedPeriod", "chargeback.IdleAllocation",
+        "chargeback.IdleScan")},
 }
 
 # The service each action calls, called as the admin calls it: it must refuse the roles not listed above.
@@ -115,6 +117,8 @@ def world(inventory, team_a, engineer, finance_user, platform_user):
                      price_per_equivalent_hour=Decimal("2.50"), currency="EUR", valid_from=datetime.date(2026, 1, 1))
     team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=8)
     budget_create(user=platform_user, team=team_a, month=datetime.date.today(), amount=Decimal("100"))
+    IdlePolicy.objects.create(workload_class="development", threshold_percent=Decimal("5"), idle_after_seconds=7200,
+                              release_after_seconds=3600)
     return {"engineer": engineer, "finance": finance_user, "platform": platform_user}
 
 

@@ -54,6 +54,7 @@ MATRIX = [
     (("POST", "request-extend-lease", {"pk": A}, {"hours": 1}), (401, 409, 404, 403, 403)),
     (("GET", "request-fit", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "request-wait", {"pk": A}, None), (401, 200, 404, 200, 200)),
+    (("GET", "request-rightsizing", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "request-manifests", {"pk": A}, None), (401, 200, 404, 200, 200)),
     (("GET", "policy-version-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "policy-version-detail", {"number": "active"}, None), (401, 200, 200, 200, 200)),

@@ -224,3 +224,28 @@ class BudgetInputSerializer(serializers.Serializer):
         if error:
             raise serializers.ValidationError(error)
         return value
+
+
+class UtilisationObservedSerializer(serializers.Serializer):
+    window_start = serializers.DateTimeField()
+    window_end = serializers.DateTimeField()
+    samples = serializers.IntegerField()
+    peak_utilisation_percent = serializers.DecimalField(max_digits=6, decimal_places=2)
+    median_utilisation_percent = serializers.DecimalField(max_digits=6, decimal_places=2)
+    peak_memory_used_mib = serializers.IntegerField()
+    memory_total_mib = serializers.IntegerField(help_text="of one device (a MIG slice's own memory)")
+
+
+class RightsizingSerializer(serializers.Serializer):
+    """A request's right-sizing suggestion from what its GPUs did (chargeback.idle.selectors.rightsizing_get)."""
+
+    available = serializers.BooleanField(help_text="false: no measurement yet, or nothing smaller would do")
+    why = serializers.CharField(required=False, help_text="why there is no suggestion")
+    text = serializers.CharField(required=False, help_text='e.g. "peak 6 GB of 80 GB, median utilisation 11%: ..."')
+    mig_profile = serializers.CharField(required=False)
+    gpu_equivalents = serializers.CharField(required=False, help_text="of the suggested slice")
+    monthly_saving = serializers.DecimalField(max_digits=14, decimal_places=0, required=False, allow_null=True,
+                                              help_text="per 730-hour month at today's rate cards; null: unpriced")
+    currency = serializers.CharField(required=False, allow_blank=True)
+    observed = UtilisationObservedSerializer(required=False)
+    rerequest_url = serializers.CharField(required=False, help_text="the questionnaire, pre-filled")

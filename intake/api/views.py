@@ -9,6 +9,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chargeback.api.serializers import RightsizingSerializer
 from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 from provisioning import selectors as provisioning_selectors
 from provisioning.api.serializers import FitSerializer, WaitSerializer
@@ -145,6 +146,14 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def wait(self, request, pk=None):
         gpu_request = selectors.request_get_brief(user=request.user, request_id=pk)
         return Response(WaitSerializer(hooks.request_wait(gpu_request=gpu_request)).data)
+
+    @extend_schema(responses={200: RightsizingSerializer},
+                   summary="Right-sizing from what its GPUs did (Prometheus): the smaller MIG slice that would serve "
+                           "it, the monthly saving, and a pre-filled re-request")
+    @action(detail=True, methods=["get"])
+    def rightsizing(self, request, pk=None):
+        gpu_request = self.get_object()
+        return Response(RightsizingSerializer(hooks.request_rightsizing(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Approve a pending request (platform team, not the requester); 409 if it moved on")

@@ -78,6 +78,7 @@ class ClusterSerializer(serializers.ModelSerializer):
             "ingress_pod_labels",
             "metrics_namespace",
             "metrics_pod_labels",
+            "idle_gpus_watched",
             "pools",
             # --- live (branch live) ---
             "discovered_kubernetes_version",
@@ -102,6 +103,13 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     def get_last_sync_error(self, cluster) -> str:
         return selectors.cluster_sync_error_for(user=self.context["request"].user, cluster=cluster)
+
+    # Whether, not where: the Prometheus address is the platform team's configuration, like the API server's.
+    idle_gpus_watched = serializers.SerializerMethodField(
+        help_text="a prometheus_url is set: idle GPUs and right-sizing are looked for on this cluster")
+
+    def get_idle_gpus_watched(self, cluster) -> bool:
+        return bool(cluster.prometheus_url)
 
     def get_node_count(self, cluster) -> int:
         return len(cluster.nodes.all())

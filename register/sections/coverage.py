@@ -34,6 +34,7 @@ SELECT cluster,
        COALESCE(SUM(eq * seconds) FILTER (WHERE team_id IS NULL), 0) / 3600,
        COALESCE(SUM(eq * seconds) FILTER (WHERE team_id IS NOT NULL AND request_id IS NULL), 0) / 3600,
        COALESCE(SUM(eq * seconds) FILTER (WHERE category = 'waste'), 0) / 3600,
+       COALESCE(SUM(eq * seconds) FILTER (WHERE category = 'idle'), 0) / 3600,
        COUNT(*) FILTER (WHERE flags && %(mismatch)s::varchar[]),
        COUNT(*)
 FROM spans WHERE seconds > 0
@@ -96,13 +97,16 @@ def coverage_rows(*, start, now) -> tuple[dict, dict, dict]:
 
 def build(snapshot: Snapshot) -> SectionResult:
     totals, by_strategy, approvals = coverage_rows(start=snapshot.start, now=snapshot.now)
+    prometheus_urls = {c.name: c.prometheus_url for c in snapshot.clusters}
+    idle_notes: list[str] = []  # the section's notes: where idle GPUs are looked for (chargeback/idle/)
     names = [c.name for c in snapshot.clusters] + sorted(set(totals) - {c.name for c in snapshot.clusters})
     items = []
     grand = {"total": Decimal(0), "attributed": Decimal(0)}
     for name in names:
-        total, attributed, no_team, no_request, waste, mismatched, intervals = totals.get(
-            name, (0, 0, 0, 0, 0, 0, 0))
-        total, attributed, no_team, no_request, waste = map(_hours, (total, attributed, no_team, no_request, waste))
+        total, attributed, no_team, no_request, waste, idle, mismatched, intervals = totals.get(
+            name, (0, 0, 0, 0, 0, 0, 0, 0))
+        total, attributed, no_team, no_request, waste, idle = map(
+            _hours, (total, attributed, no_team, no_request, waste, idle))
         unattributed = no_team + no_request
         grand["total"] += total
         grand["attributed"] += attributed
@@ -131,6 +135,13 @@ def build(snapshot: Snapshot) -> SectionResult:
             notes.append(f"{unapproved} of {requests} requests with metered hours were never approved.")
         if total and verdict == Verdict.DECIDED:
             notes.append(f"Every GPU-hour belongs to one of {requests} approved requests.")
+        prometheus_url = prometheus_urls.get(name, "")
+        if name in prometheus_urls:
+            idle_notes.append(
+                f"{name}: idle GPUs are looked for through {prometheus_url}; {idle} GPU-equivalent-hours were idle "
+                "(paid for, unused)." if prometheus_url else
+                f"{name}: no prometheus_url, so idle GPUs are not looked for on this cluster and right-sizing has "
+                "nothing to go on (docs/idle-gpus.md).")
         who = approvers + (["policy (automatic approval)"] if automatic else [])
         decided = verdict == Verdict.DECIDED
         items.append(Item(
@@ -142,7 +153,8 @@ def build(snapshot: Snapshot) -> SectionResult:
             evidence={
                 "cluster": name, "gpu_equivalent_hours": str(total), "attributed": str(attributed),
                 "unattributed": str(unattributed), "no_team": str(no_team), "no_request": str(no_request),
-                "waste": str(waste), "attributed_share_percent": share, "attributed_by_strategy": by_strategy.get(
+                "waste": str(waste), "idle": str(idle), "idle_gpus_watched": bool(prometheus_url),
+                "attributed_share_percent": share, "attributed_by_strategy": by_strategy.get(
                     name, {}), "intervals": intervals, "mismatched_intervals": mismatched,
                 "requests": requests, "requests_never_approved": unapproved,
                 "requests_approved_automatically": automatic, "approvers": approvers,
@@ -154,4 +166,4 @@ def build(snapshot: Snapshot) -> SectionResult:
         "attributed_share_percent": _share(grand["attributed"], grand["total"]),
         "window_days": snapshot.days,
     }
-    return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary)
+    return SectionResult(key=AREA, title=Section(AREA).label, items=items, summary=summary, notes=idle_notes)

@@ -50,6 +50,8 @@ class Command(BaseCommand):
             parser.add_argument(f"--{peer}-namespace", dest=f"{peer}_namespace", help=f"namespace of {what}")
             parser.add_argument(f"--{peer}-pod-label", dest=f"{peer}_pod_labels", action="append", default=None,
                                 metavar="KEY=VALUE", help=f"a label of {what}'s pods (repeat for more)")
+        parser.add_argument("--prometheus-url", dest="prometheus_url", default=None,
+                            help="Prometheus that scrapes the DCGM exporter (idle GPUs, right-sizing); '' turns it off")
         parser.add_argument("--feature-gate", dest="feature_gates", action="append", default=None,
                             help="a Kubernetes feature gate turned on in the cluster (repeat), e.g. GenericWorkload")
         parser.add_argument("--jobset", dest="jobset_installed", action="store_true", default=None,
@@ -76,7 +78,7 @@ class Command(BaseCommand):
         if options["insecure"]:
             self.stderr.write(f"warning: TLS verification is skipped for cluster {name} (--insecure-skip-tls-verify)")
         fields = {k: options[k] for k in ("scheduling_model", "gang_scheduler", "kubernetes_version") if options[k]}
-        fields |= {k: options[k] for k in ("ingress_namespace", "metrics_namespace", "feature_gates", "jobset_installed",
+        fields |= {k: options[k] for k in ("ingress_namespace", "metrics_namespace", "prometheus_url", "feature_gates", "jobset_installed",
                                            "gang_topology_key", "gang_topology_name") if options[k] is not None}
         for key in ("ingress_pod_labels", "metrics_pod_labels"):
             if options[key] is not None:
