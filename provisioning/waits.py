@@ -21,7 +21,7 @@ from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
 from . import waiting
-from .credentials import cluster_connection
+from .kube.connection import cluster_connection
 from .kube.client import KubeClient
 from .kube.errors import KubeError
 from .kube.reads import list_pods

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
-from provisioning.catalogue import Catalogue, mig_equivalents
+from gpu.catalogue import Catalogue, mig_equivalents
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from intake.models import GpuRequest
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 
 from ..models import RateCard, UsageInterval
 from . import rules

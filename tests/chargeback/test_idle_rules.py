@@ -6,7 +6,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from chargeback.idle import dcgm, rules
-from provisioning.catalogue import load_catalogue
+from gpu.catalogue import load_catalogue
 
 STEP = timedelta(seconds=60)
 
