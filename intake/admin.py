@@ -93,13 +93,12 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
     def review_sections(self, request, gpu_request) -> list:
         """Further read-only sections of the review page (fit, manifests...); extended by later features."""
         sections = []
-        # --- live: the gang-fit check, projected GPU-hours and the team's quota (branch live) ---
+        # --- the gang-fit check, projected GPU-hours and the team's quota ---
         from django.template.loader import render_to_string
 
         fit = hooks.request_fit(gpu_request=gpu_request)
         sections.append({"title": "Capacity: does it fit?",
                          "html": render_to_string("admin/provisioning/_fit.html", {"fit": fit})})
-        # --- end live ---
         for section in REVIEW_SECTIONS:  # budgets (chargeback) and any later feature
             extra = section(gpu_request=gpu_request)
             if extra:

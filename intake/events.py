@@ -63,4 +63,3 @@ def events_cluster_record(*, items: Iterable[tuple[int, str, str, str]]) -> int:
     return len(new)
 
 
-# --- end status reconciliation ----------------------------------------------------------------------------------

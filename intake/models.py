@@ -112,7 +112,6 @@ class GpuRequest(models.Model):
         null=True, blank=True, editable=False,
         help_text="set by status reconciliation while the cluster shows no pod of this request",
     )  # fmt: skip
-    # --- end status reconciliation ---
     # --- leases: set at approval from the decision's lease, moved by extensions ---
     lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False, db_index=True,
                                             help_text="when the grant is taken down; empty: no lease")
@@ -159,7 +158,6 @@ class RequestEvent(models.Model):
     # --- status reconciliation (reconcile) ---
     # Names the fact a cluster event reports (e.g. "<pod uid>:scheduled"), so that seeing it again records nothing.
     dedupe_key = models.CharField(max_length=200, blank=True, default="")
-    # --- end status reconciliation ---
 
     class Meta:
         ordering = ["at", "id"]

@@ -201,7 +201,7 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         approval_reason = next(r["text"] for r in decision["reasons"] if r["field"] == "approval")
         events.event_note(request=gpu_request, reason=decision["review_reasons"][-1], comment=approval_reason)
     if decision["auto_approve"]:
-        # --- live: an automatic approval passes the same quota and capacity checks (branch live) ---
+        # --- an automatic approval passes the same quota and capacity checks ---
         check = approval_check(gpu_request=gpu_request)
         if check.refusal:
             events.event_note(request=gpu_request, reason=check.refusal_code,
@@ -323,7 +323,7 @@ def request_approve(*, user, request_id, comment: str = "", expected_status: str
                             expected_from=expected_status)
 
 
-# --- live: quota and capacity at approval (branch live) ---------------------------------------------------------
+# --- quota and capacity at approval ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -376,9 +376,6 @@ def _approve_checked(*, request_id: int, actor, comment: str, expected_from: str
         raise Conflict(check.refusal)
     return request_transition(request_id=request_id, to_status=RequestStatus.APPROVED, actor=actor,
                               comment=comment + check.note)
-
-
-# --- end live ---
 
 
 def request_reject(*, user, request_id, comment: str, expected_status: str | None = None) -> GpuRequest:

@@ -60,7 +60,7 @@ INSTALLED_APPS = [
     "intake",
     "provisioning",
     "chargeback",
-    "register",  # platform decision register (branch register)
+    "register",  # platform decision register
     "demo",  # the quickstart's load_demo command; above every domain app
 ]
 # The simulated cluster's `manage.py simulate_cluster` (docs/simulated-cluster.md), where its `sim` extra (kmock) is
@@ -273,11 +273,10 @@ PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS"
 PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
 # Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
-# --- live: MIG plans (branch live) ---
+# --- MIG plans ---
 # Defaults of a new plan: how long a cordoned node waits for its GPU pods, and for mig-manager to report.
 PORTAL_MIG_DRAIN_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_DRAIN_TIMEOUT_SECONDS", "3600"))
 PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS", "900"))
-# --- end live ---
 # Chargeback: how a MIG slice converts to GPU equivalents ("compute" slices or "memory" fraction), and the
 # longest report window the API accepts.
 CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
@@ -418,7 +417,6 @@ PORTAL_LEASE_REMINDER_HOURS = float(os.environ.get("PORTAL_LEASE_REMINDER_HOURS"
 # window of the utilisation and memory figures right-sizing is based on; at least the longest idle_after).
 PORTAL_PROMETHEUS_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_PROMETHEUS_TIMEOUT_SECONDS", "10"))
 PORTAL_IDLE_LOOKBACK_SECONDS = int(os.environ.get("PORTAL_IDLE_LOOKBACK_SECONDS", "86400"))
-# --- end status reconciliation ---------------------------------------------------------------------------------
 
 # --- background work: the sweeps and the one beat schedule of the project (docs/operations-background-work.md) ---
 # A queued job (or notice) not started this long after its dispatch is sent again by the sweep, however many

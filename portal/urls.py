@@ -13,7 +13,7 @@ api_v1 = [
     path("", include("provisioning.api.urls")),
     path("", include("portal.api.urls")),
     path("", include("chargeback.api.urls")),
-    path("", include("register.api.urls")),  # platform decision register (branch register)
+    path("", include("register.api.urls")),  # platform decision register
 ]
 
 urlpatterns = [
@@ -31,7 +31,7 @@ urlpatterns = [
     # The split view serves Swagger UI's start-up script as a file (?script), not inline: the CSP allows no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("chargeback.urls")),
-    path("", include("register.urls")),  # platform decision register (branch register)
+    path("", include("register.urls")),  # platform decision register
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]

@@ -51,7 +51,7 @@ class NodePoolInline(PlatformAdminMixin, admin.StackedInline):
         ("time_slicing_replicas", "time_slicing_renamed", "device_plugin_config"),
         ("driver_version", "nvlink_domain", "scheduling_model"),
         ("node_selector", "taints"),
-        "discrepancy_list",  # live (branch live)
+        "discrepancy_list",
     ]
     readonly_fields = ["discrepancy_list"]
 
@@ -80,7 +80,6 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
         ("metrics_namespace", "metrics_pod_labels"),
         "prometheus_url",
         "enabled",
-        # --- live (branch live) ---
         ("discovered_kubernetes_version", "dra_in_use", "gang_schedulers_seen"),
         ("last_synced_at", "last_sync_attempt_at"),
         "last_sync_error",
@@ -107,7 +106,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
             return
         self.message_user(request, f"{count} stored secrets re-encrypted with the first key.", messages.SUCCESS)
 
-    # --- live: inventory discovery and MIG planning (branch live) ---
+    # --- inventory discovery and MIG planning ---
 
     @admin.display(description="gang schedulers installed")
     def gang_schedulers_seen(self, obj):
@@ -160,7 +159,6 @@ class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
     list_select_related = ["cluster", "gpu_model"]
     readonly_fields = ["discovered", "discrepancy_list", "last_seen_at"]
 
-    # --- live (branch live) ---
 
     @admin.display(description="nodes seen")
     def nodes_seen(self, obj):
@@ -230,7 +228,7 @@ class TeamQuotaAdmin(PlatformAdminMixin, admin.ModelAdmin):
     list_filter = ["strategy", "team"]
 
 
-# --- live cluster operations: nodes and MIG plans (branch live) -------------------------------------------------
+# --- nodes and MIG plans -------------------------------------------------
 
 
 def discrepancy_html(items):
@@ -387,9 +385,6 @@ class ClusterReconcileStateAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.
     list_display = ["cluster", "status", "finished_at", "pods", "requests", "transitions", "events_recorded",
                     "watch_events", "cycle_ms", "message"]
     list_select_related = ["cluster"]
-
-
-# --- end status reconciliation ----------------------------------------------------------------------------------
 
 
 # --- Kueue admission check (provisioning/admission.py) ------------------------------------------------------------

@@ -80,7 +80,7 @@ class JobStatus(models.TextChoices):
 JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
-# --- live cluster operations: inventory and MIG plans (branch live) ---------------------------------------------
+# --- inventory and MIG plans ---------------------------------------------
 
 
 class SchedulingModelSeen(models.TextChoices):
@@ -173,4 +173,3 @@ class ReconcileStatus(models.TextChoices):
     ERROR = "error", "Error"
 
 
-# --- end status reconciliation ----------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def team_quota_set(*, team, strategy: str, gpu_equivalents) -> TeamQuota:
     return quota
 
 
-# --- live cluster operations: inventory discovery (branch live) -------------------------------------------------
+# --- inventory discovery -------------------------------------------------
 #
 # `inventory_sync` reads one cluster (nodes, DRA ResourceSlices and claims, non-terminated GPU pods, API discovery
 # and /version), turns what it read into facts with the pure functions of `provisioning.discovery`, and writes

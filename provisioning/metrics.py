@@ -40,7 +40,7 @@ def provisioning_jobs() -> Iterable[Metric]:
 COLLECTORS = {"provisioning.jobs": provisioning_jobs}
 
 
-# --- live cluster operations: inventory and MIG plans (branch live) ---------------------------------------------
+# --- inventory and MIG plans ---------------------------------------------
 
 
 def inventory() -> Iterable[Metric]:

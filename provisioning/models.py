@@ -176,7 +176,7 @@ class Cluster(models.Model):
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # --- live: what inventory discovery last saw (branch live); declared fields above are never overwritten ---
+    # --- what inventory discovery last saw; declared fields above are never overwritten ---
     discovered_kubernetes_version = models.CharField(max_length=40, blank=True, help_text="gitVersion, e.g. v1.35.2")
     discovered_gang_schedulers = models.JSONField(
         default=list, blank=True, help_text='installed gang schedulers: [{"backend", "api_group", "versions"}]'
@@ -191,7 +191,6 @@ class Cluster(models.Model):
     last_synced_at = models.DateTimeField(null=True, blank=True, help_text="last successful inventory sync")
     last_sync_attempt_at = models.DateTimeField(null=True, blank=True)
     last_sync_error = models.TextField(blank=True, help_text="why the last sync did not happen; empty when it did")
-    # --- end live ---
 
     class Meta:
         ordering = ["name"]
@@ -277,7 +276,7 @@ class NodePool(models.Model):
         max_length=20, choices=SchedulingModel.choices, blank=True, help_text="blank: the cluster's model"
     )
     source = models.CharField(max_length=20, choices=PoolSource.choices, default=PoolSource.DECLARED)
-    # --- live: discovery (branch live) ---
+    # --- discovery ---
     discovered = models.JSONField(
         default=dict, blank=True, help_text="what the pool's nodes offered at the last sync (provisioning.discovery)"
     )
@@ -286,7 +285,6 @@ class NodePool(models.Model):
     )
     discovery_key = models.CharField(max_length=200, blank=True, help_text="grouping key of a discovered pool")
     last_seen_at = models.DateTimeField(null=True, blank=True, help_text="last sync that found nodes in this pool")
-    # --- end live ---
 
     class Meta:
         ordering = ["cluster__name", "name"]
@@ -585,10 +583,7 @@ class ClusterReconcileState(models.Model):
         return f"reconciliation of {self.cluster}: {self.status or 'never run'}"
 
 
-# --- end status reconciliation ----------------------------------------------------------------------------------
-
-
-# --- live cluster operations: discovered nodes and MIG layout plans (branch live) --------------------------------
+# --- discovered nodes and MIG layout plans --------------------------------
 
 
 class Node(models.Model):

@@ -1,4 +1,4 @@
-"""Reads of clusters and inventory: the decision function's snapshot, renderer inputs, and (branch live) capacity,
+"""Reads of clusters and inventory: the decision function's snapshot, renderer inputs, and capacity,
 the fit check, quotas and driver upgrade impact."""
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def pool_spec(pool: NodePool, catalogue=None) -> PoolSpec:
 
 
 def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
-    """A pool of a synced cluster as its nodes offer it now (branch live): the GPU model on its nodes, the MIG
+    """A pool of a synced cluster as its nodes offer it now: the GPU model on its nodes, the MIG
     profiles they advertise, the lowest driver present, their NVLink domain; counted over the nodes that serve
     what the pool is rendered for. None when no such node is left (nothing can be placed there)."""
     catalogue = catalogue or load_catalogue()
@@ -90,7 +90,7 @@ def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
 
 def inventory_snapshot() -> Inventory:
     """What the decision function sees: enabled clusters and their pools, with the catalogue. A cluster that was
-    never synced offers its declared pools as declared; a synced one offers what discovery found (branch live)."""
+    never synced offers its declared pools as declared; a synced one offers what discovery found."""
     catalogue = load_catalogue()
     clusters = []
     for cluster in cluster_list().filter(enabled=True):
@@ -149,7 +149,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         gang_topology_name=cluster.gang_topology_name,
         pool=PoolProfile(
             name=pool.name,
-            # The product the pool's nodes carry, once discovery has seen them (branch live).
+            # The product the pool's nodes carry, once discovery has seen them.
             gpu_product=(pool.discovered or {}).get("gpu_product") or pool.gpu_model.product,
             sharing_mode=pool.sharing_mode,
             mig_strategy=pool.mig_strategy,
@@ -252,8 +252,6 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
     )
 
 
-
-
 def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: dict) -> list[dict]:
     """Every object for one request, team objects first, in the order they are applied."""
     from .manifests import render_all
@@ -282,7 +280,7 @@ def cluster_for_request(*, gpu_request) -> Cluster:
     return Cluster.objects.get(name=gpu_request.decision["cluster"])
 
 
-# --- live cluster operations: capacity, the fit check, quotas and driver upgrade impact (branch live) ---------
+# --- capacity, the fit check, quotas and driver upgrade impact ---------
 
 HOLDING_STATUSES = tuple(str(s) for s in REQUEST_HOLDING)
 QUOTA_WORDS = STRATEGY_ADJECTIVES
@@ -607,7 +605,6 @@ def pool_get(*, cluster_id, pool_id) -> NodePool:
     if pool is None:
         raise NotFound("No such pool in this cluster.")
     return pool
-
 
 
 def mig_planner_inputs(*, cluster: Cluster, now: datetime.datetime) -> tuple[list, list]:

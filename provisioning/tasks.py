@@ -72,7 +72,7 @@ def allocation_sweep() -> int:
                                    stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=MAX_ATTEMPTS)
 
 
-# --- live cluster operations: inventory discovery and MIG plans (branch live) -----------------------------------
+# --- inventory discovery and MIG plans -----------------------------------
 
 
 @shared_task(name="provisioning.inventory_sync", acks_late=True, soft_time_limit=300, time_limit=330)
@@ -179,9 +179,6 @@ def gang_notification_sweep() -> int:
     return sweeps.gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
                                           stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
                                           max_attempts=NOTIFY_MAX_ATTEMPTS)
-
-
-# --- end status reconciliation ----------------------------------------------------------------------------------
 
 
 # --- why requests wait (waits) ------------------------------------------------------------------------------------

@@ -274,9 +274,6 @@ class GangStallSerializer(serializers.Serializer):
         return f"{obj.burnt_gpu_hours(self._now()):f}"
 
 
-# --- end status reconciliation ----------------------------------------------------------------------------------
-
-
 class RequestSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -292,7 +289,6 @@ class RequestSerializer(serializers.ModelSerializer):
     burnt_gpu_hours = serializers.SerializerMethodField(
         help_text="GPU-hours burnt by running pods waiting for the rest of their gang, over all stalls"
     )
-    # --- end status reconciliation ---
     lease_expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
                                                  help_text="when the grant is taken down; null: no lease (yet)")
     lease_seconds_left = serializers.SerializerMethodField(help_text="seconds until the lease ends; null: no lease")

@@ -129,7 +129,7 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         gpu_request = self.get_object()
         return Response(provisioning_selectors.request_manifests(gpu_request=gpu_request))
 
-    # --- live: the gang-fit check (branch live) ---
+    # --- the gang-fit check ---
     @extend_schema(responses={200: FitSerializer},
                    summary="Does the request fit its pool node by node: fits_now, fits_after or never, with the "
                            "projected GPU-hours and the team's quota")

@@ -29,7 +29,6 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "nvlink_domain",
             "scheduling_model",
             "source",
-            # --- live (branch live) ---
             "node_selector",
             "discovered",
             "discrepancies",
@@ -80,7 +79,6 @@ class ClusterSerializer(serializers.ModelSerializer):
             "metrics_pod_labels",
             "idle_gpus_watched",
             "pools",
-            # --- live (branch live) ---
             "discovered_kubernetes_version",
             "discovered_gang_schedulers",
             "dra_in_use",
@@ -119,7 +117,7 @@ class ClusterSerializer(serializers.ModelSerializer):
         return selectors.capacity_of(cluster.nodes.all())
 
 
-# --- live cluster operations (branch live) ----------------------------------------------------------------------
+# --- cluster operations ----------------------------------------------------------------------
 
 
 class NodeSerializer(serializers.ModelSerializer):

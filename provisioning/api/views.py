@@ -25,7 +25,7 @@ from .serializers import (
 
 
 class IsPlatform(permissions.BasePermission):
-    """Platform-team operations (branch live)."""
+    """Platform-team operations."""
 
     message = "Only the platform team may do this."
 
@@ -74,7 +74,6 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         credential = cluster_credentials_put(user=request.user, cluster=self.get_object(), **data.validated_data)
         return Response(ClusterCredentialSerializer(credential).data)
 
-    # --- live (branch live) ---
 
     @extend_schema(request=None, responses={202: SyncQueuedSerializer},
                    summary="Discover the cluster's inventory now (platform team); runs in the background")

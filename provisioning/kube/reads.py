@@ -97,4 +97,3 @@ def list_pods_snapshot(
             return PodSnapshot(pods=pods, resource_version=version)
 
 
-# --- end status reconciliation ----------------------------------------------------------------------------------
