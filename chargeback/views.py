@@ -81,8 +81,21 @@ def report(request):
             has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
             rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
+            month_so_far=_month_so_far(request.user, shown=period),
         )
     return render(request, "chargeback/report.html", context)
+
+
+def _month_so_far(user, *, shown) -> dict | None:
+    """This month's usage to now, by team, beside a period that is not this month (the page opens on last month,
+    which is what finance bills; what is running now should be visible without changing the period)."""
+    start, end = month_bounds(timezone.now().date())
+    start, end = start.date(), end.date()
+    if shown["start"] == start and shown["end"] == end:
+        return None
+    rows = selectors.report_rows(user=user, start=start, end=end, group_by=["team"])
+    return {"start": start, "end": end, "rows": rows,
+            "url": "?" + urlencode({"start": start.isoformat(), "end": end.isoformat()})}
 
 
 @login_required

@@ -254,3 +254,22 @@ def test_the_axis_covers_the_largest_bar_and_every_segment_stays_in_the_frame(re
     assert Decimal(last_label) >= 242
     assert all(x + width <= last_x + 0.01 for x, width in rects), (rects, ticks)
     assert all(width >= 1 for _, width in rects)
+
+
+def test_the_finance_page_shows_this_month_so_far_beside_the_billed_month(requests_a, finance_user):
+    now = timezone.now()
+    first = month_start(now.date())
+    month_began = utc(first.year, first.month, 1)
+    usage_ingest(cluster_name="gpu-east", now=now, pods=[  # running now, since three hours or since the month began
+        pod_for(requests_a["ts"], started_at=max(month_began, now - timedelta(hours=3)), finished_at=None),
+    ])
+    client = login(finance_user)
+    page = client.get("/chargeback/").content.decode()  # opens on last month, what finance bills
+    so_far = page[page.index('data-testid="month-so-far"'):]
+    so_far = so_far[:so_far.index("</div>")]
+    assert f"This month so far ({first.day} {now:%B} to now)" in so_far
+    assert "team-a" in so_far and "No GPU time yet" not in so_far
+    this_month = f"?start={first.isoformat()}&end={add_months(first, 1).isoformat()}"
+    assert this_month.replace("&", "&amp;") in so_far
+    # This month in full has no second card about itself.
+    assert 'data-testid="month-so-far"' not in client.get(f"/chargeback/{this_month}").content.decode()
