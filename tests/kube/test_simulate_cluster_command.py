@@ -22,7 +22,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_simulated_cluster_registers_on_its_port_and_its_pools_are_synced(tmp_path):
     port = _free_port()
     out = io.StringIO()

@@ -32,7 +32,7 @@ def test_a_dead_broker_answers_false_at_once_and_logs_what_was_not_sent(caplog):
     assert "could not send job 7, the beat will" in caplog.text
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_work_is_sent_only_when_the_transaction_commits_and_then_runs_its_follow_up():
     broker = settings.CELERY_BROKER_URL
     _, noop = _app_with_queue(broker)
