@@ -1,3 +1,4 @@
+# Kept whole: most of it is one kmock emulator subclass whose overrides share its private store; what stands alone is in apimachinery.py, resources.py and tls.py.
 """A fake Kubernetes API server for tests: kmock's KubernetesEmulator with the gaps of kmock 0.8 filled, served over
 real HTTPS on 127.0.0.1 (a certificate of the run's test CA, kubesim/tls.py; plain HTTP on request) from an
 event loop in a background thread, so the synchronous `kubernetes` client (and our code using it) talks to it

@@ -1,3 +1,4 @@
+# Kept whole: Django loads one settings module; it is sectioned by concern and docs/configuration.md is generated from it.
 """Settings for the GPU Golden Path Portal, read from the environment.
 
 Defaults are production's: DEBUG is off unless DEBUG=true (the quickstart scripts, scripts/demo and
