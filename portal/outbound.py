@@ -121,15 +121,8 @@ def validate_api_server_url(value: str) -> None:
     validate_outbound_url(value)
 
 
-@dataclass(frozen=True)
-class PinnedResponse:
-    status: int
-    reason: str
-
-
-def post_pinned(destination: Destination, *, body: bytes, headers: dict[str, str], timeout: float) -> PinnedResponse:
-    """POST to the checked address of `destination`, never following a redirect. TLS is verified against the host
-    name of the URL (SNI and certificate), the Host header is the URL's; only the TCP connection is pinned."""
+def _pinned_pool(destination: Destination, *, timeout: float):
+    """A one-connection pool to the checked address, the request target and the Host header of the URL."""
     kwargs = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
     if destination.scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
@@ -144,6 +137,19 @@ def post_pinned(destination: Destination, *, body: bytes, headers: dict[str, str
     host_header = destination.host if ":" not in destination.host else f"[{destination.host}]"
     if destination.port != default_port:
         host_header = f"{host_header}:{destination.port}"
+    return pool, target, host_header
+
+
+@dataclass(frozen=True)
+class PinnedResponse:
+    status: int
+    reason: str
+
+
+def post_pinned(destination: Destination, *, body: bytes, headers: dict[str, str], timeout: float) -> PinnedResponse:
+    """POST to the checked address of `destination`, never following a redirect. TLS is verified against the host
+    name of the URL (SNI and certificate), the Host header is the URL's; only the TCP connection is pinned."""
+    pool, target, host_header = _pinned_pool(destination, timeout=timeout)
     try:
         response = pool.urlopen("POST", target, body=body, headers={**headers, "Host": host_header},
                                 redirect=False, preload_content=False, assert_same_host=False)
@@ -165,20 +171,7 @@ class PinnedBody:
 def get_pinned(destination: Destination, *, timeout: float, max_bytes: int) -> PinnedBody:
     """GET from the checked address of `destination` (as `post_pinned`: no redirect, TLS checked against the URL's
     host) and read at most `max_bytes` of the answer; a longer one raises OutboundBlocked rather than fill memory."""
-    kwargs = {"timeout": urllib3.Timeout(total=timeout), "retries": False, "maxsize": 1}
-    if destination.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            destination.address, destination.port, server_hostname=destination.host,
-            assert_hostname=destination.host, cert_reqs="CERT_REQUIRED", **kwargs,
-        )  # fmt: skip
-    else:
-        pool = urllib3.HTTPConnectionPool(destination.address, destination.port, **kwargs)
-    parts = urlsplit(destination.url)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    default_port = 443 if destination.scheme == "https" else 80
-    host_header = destination.host if ":" not in destination.host else f"[{destination.host}]"
-    if destination.port != default_port:
-        host_header = f"{host_header}:{destination.port}"
+    pool, target, host_header = _pinned_pool(destination, timeout=timeout)
     try:
         response = pool.urlopen("GET", target, headers={"Host": host_header, "Accept": "application/json"},
                                 redirect=False, preload_content=False, assert_same_host=False)
