@@ -10,7 +10,7 @@ from tests.factories import TeamFactory, make_user
 from tests.support.celery_worker import eager, running_worker
 
 # The fake Kubernetes API server (fixtures fake_kube, kube_connection, kube_client).
-pytest_plugins = ["tests.kube.fixtures"]
+pytest_plugins = ["tests.support.fake_kube"]
 
 VALID_ANSWERS = {
     "workload_class": "inference",
