@@ -9,8 +9,8 @@ from provisioning.inventory import cluster_declare
 from tests.factories import TeamFactory, make_user
 from tests.support.celery_worker import eager, running_worker
 
-# The fake Kubernetes API server (fixtures fake_kube, kube_connection, kube_client).
-pytest_plugins = ["tests.kube.fixtures"]
+# The fake Kubernetes API server (fixtures fake_kube, start_fake_kube, kube_connection, kube_client).
+pytest_plugins = ["tests.support.fake_kube"]
 
 VALID_ANSWERS = {
     "workload_class": "inference",

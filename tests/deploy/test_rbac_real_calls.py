@@ -23,7 +23,6 @@ from provisioning.reconciliation import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
 from kubesim import kueue
 from kubesim import nodes as k
-from kubesim.server import FakeKubeAPI
 from tests.provisioning.live_fixtures import seed_fleet
 
 pytestmark = pytest.mark.django_db
@@ -35,12 +34,8 @@ NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency
 
 
 @pytest.fixture
-def fake():
-    server = FakeKubeAPI.start(git_version="v1.36.1")  # every GPU-stack CRD installed
-    try:
-        yield server
-    finally:
-        server.stop()
+def fake(start_fake_kube):
+    return start_fake_kube(git_version="v1.36.1")  # every GPU-stack CRD installed
 
 
 def recorded(server) -> list[Call]:

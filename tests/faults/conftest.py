@@ -22,15 +22,9 @@ ARTIFACTS = Path(os.environ.get("FAULT_ARTIFACTS_DIR", REPO / "test-artifacts" /
 
 
 @pytest.fixture
-def fault_kube() -> Iterator[FakeKubeAPI]:
+def fault_kube(start_fake_kube) -> FakeKubeAPI:
     """A fresh fake API server per test: kmock's request matching slows down with every request it has seen."""
-    fake = FakeKubeAPI.start()
-    try:
-        yield fake
-        errors = fake.errors
-    finally:
-        fake.stop()
-    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+    return start_fake_kube()
 
 
 @pytest.fixture(scope="session")

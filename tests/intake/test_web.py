@@ -5,6 +5,7 @@ from django.test import Client
 from intake.models import GpuRequest
 from intake.services import request_submit
 from tests.conftest import VALID_ANSWERS
+from tests.support.celery_worker import eager
 
 pytestmark = pytest.mark.django_db
 
@@ -170,15 +171,8 @@ def test_preview_names_are_the_names_applied(engineer, team_a, platform_user, tm
 
     client.post("/requests/new/", form)
     gpu_request = GpuRequest.objects.get(name="chat-serve")
-    from portal import celery_app
-
-    eager = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True  # the apply task runs in-process, as the worker would run it
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            request_approve(user=platform_user, request_id=gpu_request.pk)
-    finally:
-        celery_app.conf.task_always_eager = eager
+    with eager(), django_capture_on_commit_callbacks(execute=True):  # the apply runs in-process, as a worker would
+        request_approve(user=platform_user, request_id=gpu_request.pk)
     applied = sorted(f"{o.kind} {o.name}" for o in AppliedObject.objects.filter(request=gpu_request))
     assert applied, list(gpu_request.provisioning_jobs.values_list("status", "message"))
     predicted = sorted(n.replace("<id>", str(gpu_request.pk)) for n in names if "<id>" in n)

@@ -13,7 +13,6 @@ from django.core.management import call_command
 
 from provisioning.models import Cluster
 from kubesim import nodes as k
-from kubesim.server import FakeKubeAPI
 from kubesim.resources import CUSTOM_RESOURCES
 
 VOLCANO = tuple(r for r in CUSTOM_RESOURCES if "volcano.sh" in r.api_version)
@@ -24,15 +23,9 @@ H200_SERVING_REQUEST = 902
 
 
 @pytest.fixture
-def live_fake():
+def live_fake(start_fake_kube):
     """A fake v1.35.2 API server with Volcano's CRDs (and no KAI or Kueue)."""
-    fake = FakeKubeAPI.start(git_version="v1.35.2", custom_resources=VOLCANO)
-    try:
-        yield fake
-        errors = fake.errors
-    finally:
-        fake.stop()
-    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+    return start_fake_kube(git_version="v1.35.2", custom_resources=VOLCANO)
 
 
 def seed_fleet(fake) -> dict:

@@ -16,7 +16,6 @@ from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster, Node, NodePool
 from tests.conftest import VALID_ANSWERS
 from kubesim import nodes as k
-from kubesim.server import FakeKubeAPI
 from kubesim.resources import CUSTOM_RESOURCES
 
 pytestmark = pytest.mark.django_db
@@ -28,14 +27,8 @@ DRIVER_LABEL = "nvidia.com/cuda.driver-version.major"
 
 
 @pytest.fixture
-def lab_fake():
-    fake = FakeKubeAPI.start(git_version="v1.36.1", custom_resources=KUEUE)
-    try:
-        yield fake
-        errors = fake.errors
-    finally:
-        fake.stop()
-    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+def lab_fake(start_fake_kube):
+    return start_fake_kube(git_version="v1.36.1", custom_resources=KUEUE)
 
 
 @pytest.fixture

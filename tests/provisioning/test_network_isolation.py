@@ -14,7 +14,6 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from intake.services import request_approve, request_cancel, request_submit
-from portal import celery_app
 from provisioning.models import AppliedObject, Cluster
 from tests.conftest import VALID_ANSWERS
 
@@ -26,14 +25,6 @@ NETWORK = {
     "metrics_namespace": "monitoring",
     "metrics_pod_labels": '{"app.kubernetes.io/name": "prometheus"}',
 }
-
-
-@pytest.fixture
-def eager_celery():
-    previous = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = True, False
-    yield
-    celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = previous
 
 
 @pytest.fixture

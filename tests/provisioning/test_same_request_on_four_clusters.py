@@ -14,10 +14,10 @@ from django.core.management import call_command
 
 from kubesim import nodes as k
 from kubesim.resources import CUSTOM_RESOURCES
-from kubesim.server import FakeKubeAPI
 from provisioning.inventory import cluster_declare, inventory_sync
 from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster
+from tests.support.fake_kube import serving
 from tests.support.semantic import (
     CHANNEL_DEVICE_CLASS,
     COMPUTE_DOMAIN_CRD,
@@ -67,8 +67,7 @@ CLUSTERS = {
 
 def _preview_on(name, api, engineer, team_a):
     version, model, gang, queue, groups, build, declared_model = CLUSTERS[name]
-    fake = FakeKubeAPI.start(git_version=f"v{version}.1", custom_resources=_served(*groups))
-    try:
+    with serving(git_version=f"v{version}.1", custom_resources=_served(*groups)) as fake:
         nodes, classes, slices = build()
         pools = []
         if declared_model:  # DRA pools are declared: discovery reads their devices from the ResourceSlices
@@ -86,9 +85,6 @@ def _preview_on(name, api, engineer, team_a):
         response = api(engineer).post("/api/v1/intake/preview/", {"team": team_a.slug, "answers": TRAINING,
                                                                    "name": "pretrain"}, format="json")
         assert response.status_code == 200, response.json()
-        assert not fake.errors, fake.errors
-    finally:
-        fake.stop()
     inventory = Inventory(
         nodes=tuple(nodes), device_classes=tuple(classes), resource_slices=tuple(slices),
         gpu_node_scheduler=SCHEDULERS.get(gang, "default-scheduler"),

@@ -17,7 +17,6 @@ from django.test.utils import CaptureQueriesContext
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit, request_transition
 from kubesim import nodes as k
-from kubesim.server import FakeKubeAPI
 from provisioning.inventory import inventory_sync, team_quota_set
 from provisioning.models import Cluster, RequestWait
 from provisioning.selectors import request_manifests
@@ -140,13 +139,9 @@ def test_the_wait_endpoint_reads_a_fixed_number_of_queries(api, engineer, team_a
 
 
 @pytest.fixture
-def kueue_fake():
+def kueue_fake(start_fake_kube):
     """A fake v1.35.2 API server serving every CRD the portal knows, Kueue's included."""
-    fake = FakeKubeAPI.start(git_version="v1.35.2")
-    try:
-        yield fake
-    finally:
-        fake.stop()
+    return start_fake_kube(git_version="v1.35.2")
 
 
 @pytest.fixture

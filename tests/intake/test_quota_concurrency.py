@@ -51,7 +51,11 @@ def test_two_concurrent_approvals_never_both_pass_a_quota_that_fits_one(engineer
 
     assert sorted(r.status_code for r in responses) == [200, 409]
     refused = next(r for r in responses if r.status_code == 409)
-    assert refused.json()["detail"] == ("Over quota: Team team-a would hold 8 of 6 whole-GPU equivalents: 4 held + 4 "
-                                        "requested.")
+    assert refused.json()["code"] == "conflict"
     statuses = sorted(GpuRequest.objects.filter(pk__in=[first.pk, second.pk]).values_list("status", flat=True))
     assert statuses == ["approved", "pending_approval"]
+    # Refused for the quota, with the numbers the refusal names (its wording: test_fit_approval.py).
+    waiting = GpuRequest.objects.get(pk__in=[first.pk, second.pk], status="pending_approval")
+    quota = approvers[0].get(f"/api/v1/requests/{waiting.pk}/fit/").json()["quota"]
+    assert {key: quota[key] for key in ("limit", "held", "requested", "would_hold", "exceeded")} == {
+        "limit": 6.0, "held": 4.0, "requested": 4.0, "would_hold": 8.0, "exceeded": True}

@@ -1,12 +1,15 @@
 """Pytest fixtures for code that talks to Kubernetes: a running fake API server and connections to it.
 
-Registered for the whole suite from tests/conftest.py. Choose the server's version per test with
-`@pytest.mark.parametrize("fake_kube_version", ["v1.36.1"])`.
+Registered for the whole suite from tests/conftest.py. `fake_kube` is the server most tests need; choose its
+version per test with `@pytest.mark.parametrize("fake_kube_version", ["v1.36.1"])`. A test or fixture that needs
+another server (other CRDs installed, several clusters) asks `start_fake_kube(git_version=..., custom_resources=...)`
+for it, so every server is stopped and checked for its own failures in one place.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 import pytest
 
@@ -17,6 +20,19 @@ from kubesim.server import DEFAULT_GIT_VERSION, FakeKubeAPI
 logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
+@contextmanager
+def serving(**options) -> Iterator[FakeKubeAPI]:
+    """A fake API server (FakeKubeAPI.start options) for the block; fails if the server itself failed while
+    serving, which would otherwise show only as a puzzling answer to the code under test."""
+    fake = FakeKubeAPI.start(**options)
+    try:
+        yield fake
+        errors = fake.errors
+    finally:
+        fake.stop()
+    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+
+
 @pytest.fixture(autouse=True)
 def outbound_loopback_allowed(settings) -> None:
     """Every fake server in the tests listens on 127.0.0.1, which the outbound policy denies by default (as it
@@ -25,20 +41,21 @@ def outbound_loopback_allowed(settings) -> None:
 
 
 @pytest.fixture
+def start_fake_kube() -> Iterator[Callable[..., FakeKubeAPI]]:
+    """`start_fake_kube(**FakeKubeAPI.start options)` -> a running fake API server, stopped when the test ends."""
+    with ExitStack() as servers:
+        yield lambda **options: servers.enter_context(serving(**options))
+
+
+@pytest.fixture
 def fake_kube_version() -> str:
     return DEFAULT_GIT_VERSION
 
 
 @pytest.fixture
-def fake_kube(fake_kube_version: str) -> Iterator[FakeKubeAPI]:
+def fake_kube(start_fake_kube, fake_kube_version: str) -> FakeKubeAPI:
     """A fake API server on 127.0.0.1 serving the built-in kinds of that version and the GPU-stack CRDs."""
-    fake = FakeKubeAPI.start(git_version=fake_kube_version)
-    try:
-        yield fake
-        errors = fake.errors
-    finally:
-        fake.stop()
-    assert not errors, f"the fake API server itself failed while serving: {errors!r}"
+    return start_fake_kube(git_version=fake_kube_version)
 
 
 @pytest.fixture
