@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from intake.choices import WorkloadClass
+from portal.jobs import BackgroundJob
 
 from ..choices import NotificationChannel, NotificationKind, NotificationStatus, ReconcileStatus, StallEnd
 from .clusters import Cluster
@@ -119,7 +120,7 @@ class GangStall(models.Model):
         return self.burnt_gpu_hours()
 
 
-class GangNotification(models.Model):
+class GangNotification(BackgroundJob):
     """One notice about a stall on one channel, with its delivery status (sent once; retried while transient)."""
 
     stall = models.ForeignKey(GangStall, on_delete=models.CASCADE, related_name="notifications")
@@ -128,14 +129,9 @@ class GangNotification(models.Model):
     target = models.TextField(help_text="e-mail addresses (comma-separated) or the webhook URL")
     payload = models.JSONField(help_text="what is sent: subject and body, or the webhook's JSON")
     status = models.CharField(max_length=10, choices=NotificationStatus.choices, default=NotificationStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [
             models.UniqueConstraint(fields=["stall", "kind", "channel"], name="%(app_label)s_%(class)s_once"),
         ]

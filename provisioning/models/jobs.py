@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from django.db import models
 
+from portal.jobs import BackgroundJob
+
 from ..choices import JobKind, JobStatus
 from .clusters import Cluster
 
 
-class ProvisioningJob(models.Model):
+class ProvisioningJob(BackgroundJob):
     """One background operation on a request's Kubernetes objects: its status, attempts and the last message,
     so the admin and the API show failures without anyone reading worker logs."""
 
@@ -15,16 +17,11 @@ class ProvisioningJob(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
     kind = models.CharField(max_length=10, choices=JobKind.choices)
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [
             # One apply job and one teardown job per request: retries and redeliveries reuse the row.
             models.UniqueConstraint(fields=["request", "kind"], name="%(app_label)s_%(class)s_one_per_kind"),
