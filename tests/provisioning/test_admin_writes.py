@@ -19,7 +19,7 @@ from provisioning.cluster_services import (
     team_quota_save,
 )
 from provisioning.inventory import team_quota_set
-from provisioning.models import Cluster, NodePool, TeamQuota
+from provisioning.models import Cluster, GpuModel, NodePool, TeamQuota
 from tests.support.admin import change_form_data
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +82,23 @@ def test_replicas_on_an_exclusive_pool_are_refused_on_their_field(inventory, pla
     errors = response.context["adminform"].form.errors
     assert errors["time_slicing_replicas"] == ["Only time-sliced and MPS pools have replicas."]
     assert NodePool.objects.get(pk=pool.pk).time_slicing_replicas is None
+
+
+def test_a_pool_is_added_through_the_admin_once_its_layout_makes_devices(inventory, platform_user):
+    east, h200 = Cluster.objects.get(name="gpu-east"), GpuModel.objects.get(key="H200-141GB")
+    client = login(platform_user)
+    form = {"cluster": east.pk, "name": "h200-more", "gpu_model": h200.pk, "node_count": "1", "gpus_per_node": "8",
+            "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "no-such-layout", "source": "declared",
+            "node_selector": "{}", "taints": "[]", "time_slicing_renamed": "on"}
+
+    refused = client.post("/admin/provisioning/nodepool/add/", form)
+    assert refused.status_code == 200
+    assert "creates no MIG devices" in refused.context["adminform"].form.errors["mig_layout"][0]
+    assert not NodePool.objects.filter(name="h200-more").exists()
+
+    accepted = client.post("/admin/provisioning/nodepool/add/", {**form, "mig_layout": "all-balanced"})
+    assert accepted.status_code == 302, accepted.context["adminform"].form.errors
+    assert NodePool.objects.get(cluster=east, name="h200-more").mig_layout == "all-balanced"
 
 
 def test_a_pool_is_deleted_through_the_admin(inventory, platform_user):
