@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from . import services
 from .admin_empty import EmptyExplainedMixin
-from .admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
+from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin
 from .errors import DomainError
 from .models import ApiToken, Membership, Notice, Team
 from .services import team_webhook_set
@@ -100,12 +100,12 @@ class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Notice)
-class NoticeAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class NoticeAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin):
     """Budget-threshold and lease notices with their delivery status, so a failed one is seen without logs."""
 
     empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify) or a "
                  "lease about to end (intake.lease_sweep), for teams with a notification e-mail or a webhook.")
-    list_display = ["key", "team", "channel", "status", "attempts", "created_at", "sent_at", "message"]
-    list_filter = ["status", "channel"]
+    list_display = ["key", "team", "channel", "sent_at"]
+    list_filter = ["channel"]
     search_fields = ["key", "team__slug", "target"]
     list_select_related = ["team"]

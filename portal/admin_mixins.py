@@ -54,3 +54,23 @@ class ReadOnlyAdminMixin(PlatformAdminMixin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class BackgroundJobAdminMixin(ReadOnlyAdminMixin):
+    """The admin of a `portal.jobs.BackgroundJob` table. Its rows are written by the workers, so they are read
+    only; the list shows each row's own columns (`list_display`) followed by the job's status, attempts, last
+    message and times, is filtered by status first, and is searchable by message: a failure is found the same way
+    in every job table."""
+
+    job_columns = ("status", "attempts", "message", "created_at", "updated_at")
+
+    def get_list_display(self, request):
+        own = list(super().get_list_display(request))
+        return [*own, *(column for column in self.job_columns if column not in own)]
+
+    def get_list_filter(self, request):
+        return ["status", *(f for f in super().get_list_filter(request) if f != "status")]
+
+    def get_search_fields(self, request):
+        own = list(super().get_search_fields(request))
+        return own if "message" in own else [*own, "message"]

@@ -7,6 +7,7 @@ from portal.encryption import EncryptedTextField
 from portal.outbound import validate_outbound_url
 
 from .choices import NoticeChannel, NoticeStatus
+from .jobs import BackgroundJob
 
 slug_validator = RegexValidator(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
@@ -75,7 +76,7 @@ class ApiToken(models.Model):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
-class Notice(models.Model):
+class Notice(BackgroundJob):
     """One notice to a team on one channel (budget thresholds, lease reminders...), sent at most once: `key` names
     the fact it reports (e.g. "budget:12:80"), and (key, channel) is unique, so a beat task that finds the same fact
     again queues nothing."""
@@ -86,14 +87,9 @@ class Notice(models.Model):
     target = models.TextField(help_text="e-mail addresses (comma-separated) or the webhook URL")
     payload = models.JSONField(help_text="what is sent: subject, body and recipients, or the webhook's JSON")
     status = models.CharField(max_length=10, choices=NoticeStatus.choices, default=NoticeStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(BackgroundJob.Meta):
         constraints = [
             models.UniqueConstraint(fields=["key", "channel"], name="%(app_label)s_%(class)s_once"),
         ]

@@ -17,7 +17,7 @@ from django.db import transaction
 from portal.errors import PermissionDenied
 from portal.roles import is_platform
 
-from .choices import Applier, CredentialSource
+from .choices import CredentialSource
 from .models import Cluster, ClusterCredential
 
 logger = logging.getLogger(__name__)
@@ -89,30 +89,9 @@ def cluster_credentials_set(
     return credential
 
 
-CLUSTER_UPDATABLE = ("api_server", "description", "enabled")
-
-
 def _check_platform(user) -> None:
     if not is_platform(user):
         raise PermissionDenied("Only the platform team changes clusters and their credentials.")
-
-
-@transaction.atomic
-def cluster_update(*, user, cluster: Cluster, **fields) -> tuple[Cluster, bool]:
-    """Change a cluster's API server, description or enabled flag (platform team). A new API server is checked
-    against the outbound policy and clears the credentials given for the old one. Returns (cluster, cleared)."""
-    _check_platform(user)
-    unknown = sorted(set(fields) - set(CLUSTER_UPDATABLE))
-    if unknown:
-        raise ValidationError({unknown[0]: ["This field cannot be changed here."]})
-    cluster = Cluster.objects.select_for_update().get(pk=cluster.pk)
-    for key, value in fields.items():
-        setattr(cluster, key, value)
-    if fields.get("api_server"):
-        cluster.applier = Applier.KUBERNETES  # an API server is where it provisions
-    cluster.full_clean()
-    cluster.save()
-    return cluster, cluster_server_changed(cluster=cluster)
 
 
 def cluster_credentials_put(*, user, cluster: Cluster, **credentials) -> ClusterCredential:

@@ -8,7 +8,8 @@ from portal.errors import PermissionDenied
 from portal.roles import is_platform
 
 from .. import selectors
-from ..credentials import cluster_credentials_put, cluster_update
+from ..cluster_services import cluster_update
+from ..credentials import cluster_credentials_put
 from ..filtersets import ClusterFilterSet
 from ..inventory import inventory_sync_request
 from ..models import Cluster

@@ -1,0 +1,33 @@
+"""The provisioning admin, one module per concern; importing the package registers every admin (the admin's
+autodiscovery imports `provisioning.admin`)."""
+from .admission import AdmissionWorkloadAdmin
+from .catalogue import GpuModelAdmin, MigProfileInline
+from .clusters import ClusterAdmin, NodePoolInline
+from .common import LIVE_CLUSTER_ONLY, discrepancy_html
+from .gangs import ClusterReconcileStateAdmin, GangNotificationAdmin, GangNotificationInline, GangPolicyAdmin, GangStallAdmin
+from .jobs import AppliedObjectAdmin, ProvisioningJobAdmin
+from .mig import MigPlanAdmin, MigPlanStepInline
+from .pools import NodeAdmin, NodePoolAdmin
+from .quotas import TeamQuotaAdmin
+
+__all__ = [
+    "LIVE_CLUSTER_ONLY",
+    "AdmissionWorkloadAdmin",
+    "AppliedObjectAdmin",
+    "ClusterAdmin",
+    "ClusterReconcileStateAdmin",
+    "GangNotificationAdmin",
+    "GangNotificationInline",
+    "GangPolicyAdmin",
+    "GangStallAdmin",
+    "GpuModelAdmin",
+    "MigPlanAdmin",
+    "MigPlanStepInline",
+    "MigProfileInline",
+    "NodeAdmin",
+    "NodePoolAdmin",
+    "NodePoolInline",
+    "ProvisioningJobAdmin",
+    "TeamQuotaAdmin",
+    "discrepancy_html",
+]

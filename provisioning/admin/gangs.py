@@ -1,0 +1,59 @@
+"""Status reconciliation and stalled gangs: policies (edited here), stalls, their notifications and each cluster's
+reconciliation state (read only)."""
+from django.contrib import admin
+
+from portal.admin_empty import EmptyExplainedMixin
+from portal.admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin, ReadOnlyAdminMixin
+
+from ..models import ClusterReconcileState, GangNotification, GangPolicy, GangStall
+from .common import LIVE_CLUSTER_ONLY
+
+
+@admin.register(GangPolicy)
+class GangPolicyAdmin(PlatformAdminMixin, admin.ModelAdmin):
+    """How long a gang may stay partial before its request is stalled (and notified), and how long stalled before
+    the portal releases it. Read on every reconciliation cycle: a change applies within a minute."""
+
+    list_display = ["workload_class", "stall_after_seconds", "release_after_seconds", "updated_at"]
+    list_editable = ["stall_after_seconds", "release_after_seconds"]
+
+
+class GangNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = GangNotification
+    extra = 0
+    fields = ["kind", "channel", "target", "status", "attempts", "message", "sent_at"]
+
+
+@admin.register(GangStall)
+class GangStallAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    empty_why = ("No stalled gangs: status reconciliation finds them by reading the pods on a cluster's API server. "
+                 + LIVE_CLUSTER_ONLY)
+    finance_can_view = True
+    list_display = ["request", "cluster", "workload_class", "started_at", "ended_at", "end_reason", "running_pods",
+                    "pending_pods", "gpu_equivalents_running", "burnt_gpu_hours", "notified_at", "released_at"]
+    list_filter = ["end_reason", "workload_class", "cluster"]
+    list_select_related = ["request__team", "cluster"]
+    search_fields = ["request__name", "request__team__slug"]
+    inlines = [GangNotificationInline]
+
+    @admin.display(description="burnt GPU-hours")
+    def burnt_gpu_hours(self, obj):
+        return obj.burnt_gpu_hours()
+
+
+@admin.register(GangNotification)
+class GangNotificationAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin):
+    empty_why = ("No notifications: they are sent about stalled gangs, which only a live cluster reports. "
+                 + LIVE_CLUSTER_ONLY)
+    list_display = ["id", "stall", "kind", "channel", "target", "sent_at"]
+    list_filter = ["kind", "channel"]
+    list_select_related = ["stall"]
+
+
+@admin.register(ClusterReconcileState)
+class ClusterReconcileStateAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    empty_why = ("No reconciliation state: it is written when status reconciliation reads a cluster's API server. "
+                 + LIVE_CLUSTER_ONLY)
+    list_display = ["cluster", "status", "finished_at", "pods", "requests", "transitions", "events_recorded",
+                    "watch_events", "cycle_ms", "message"]
+    list_select_related = ["cluster"]
