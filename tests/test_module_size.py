@@ -18,9 +18,7 @@ STILL_TO_SPLIT = {
     "intake/api/serializers.py",
     "intake/decisions.py",
     "intake/services.py",
-    "provisioning/admin.py",
     "provisioning/discovery.py",
-    "provisioning/models.py",
     "provisioning/reconciliation.py",
     "provisioning/selectors.py",
 }
