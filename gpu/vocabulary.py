@@ -1,6 +1,7 @@
 """The sharing vocabulary, defined once and free of Django: request strategies, the pool sharing modes that serve
-them, and how GFD and the NVIDIA device plugin name the shared ones. `provisioning.choices` (TextChoices), the
-decision function, the renderer, discovery, policy validation and metering all read these names.
+them, how GFD and the NVIDIA device plugin name the shared ones, and the fit check's verdicts.
+`provisioning.choices` (TextChoices), the decision function, the renderer, discovery, policy validation and
+metering all read these names.
 
 MPS is its own mode, not a kind of time-slicing (NVIDIA/k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`:
 `sharing.mps` beside `sharing.timeSlicing`; GFD writes `nvidia.com/gpu.sharing-strategy=mps`): the MPS control
@@ -30,3 +31,6 @@ MEMORY_ISOLATION = {WHOLE_GPU: "exclusive", MIG: "hardware", TIME_SLICING: "none
 STRATEGY_WORDS = {WHOLE_GPU: "whole GPU", MIG: "MIG slice", TIME_SLICING: "time-sliced GPU share", MPS: "MPS GPU share"}
 STRATEGY_ADJECTIVES = {WHOLE_GPU: "whole-GPU", MIG: "MIG", TIME_SLICING: "time-sliced", MPS: "MPS"}
 SHARE_UNITS = {TIME_SLICING: "time-sliced share", MPS: "MPS share"}
+
+# The fit check's verdicts (provisioning.choices.FitVerdict): intake's approval reads them, provisioning's fit writes.
+FITS_NOW, FITS_AFTER, NEVER_FITS = "fits_now", "fits_after", "never"

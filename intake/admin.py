@@ -17,7 +17,7 @@ from . import hooks, services
 from .choices import PolicyStatus
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
 from .hooks import REVIEW_SECTIONS
-from .selectors import policy_version_review, request_answer_rows, request_summary
+from .selectors import APPROVE, REJECT, policy_version_review, request_actions, request_answer_rows, request_summary
 
 
 class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
@@ -73,6 +73,7 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
         gpu_request = self.object_or_404(request, object_id,
                                          GpuRequest.objects.select_related("team", "requested_by"))
         events = gpu_request.events.select_related("actor").order_by("at", "id")
+        actions = request_actions(user=request.user, gpu_request=gpu_request)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -82,8 +83,9 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
             "summary": request_summary(gpu_request),
             "answer_rows": request_answer_rows(gpu_request),
             "events": events,
-            "can_decide": self.has_change_permission(request) and gpu_request.status == "pending_approval",
-            "is_own": gpu_request.requested_by_id == request.user.pk,
+            # Who may decide, by the rule the request page and the services ask (nobody approves their own request).
+            "can_decide": REJECT in actions,
+            "can_approve": APPROVE in actions,
             "approve_url": reverse(f"admin:intake_{self.model._meta.model_name}_approve", args=[gpu_request.pk]),
             "reject_url": reverse(f"admin:intake_{self.model._meta.model_name}_reject", args=[gpu_request.pk]),
             "extra_sections": self.review_sections(request, gpu_request),

@@ -5,7 +5,8 @@ so that intake never imports them.
   enqueue the apply job"). They run inside the transition's transaction, under the request's row lock, in the order
   they were registered; work they cause is dispatched after commit (`transaction.on_commit`).
 - Providers: one function each that only an upper layer can supply (provisioning: the inventory snapshot the
-  decision reads). Calling one nobody provided is a programming error, said by name.
+  decision reads, the team's quota, the preview's rendered objects). Calling one nobody provided is a programming
+  error, said by name.
 - Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate)`, where
   `gate(team=, decision=, answers=) -> dict` returns the decision (maybe with its automatic approval withdrawn and a
   stable code added to `review_reasons`), run in order whenever a decision is made for a team; and
@@ -17,10 +18,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from django.db.models import QuerySet, Subquery
 
     from .decisions import Inventory
     from .models import GpuRequest
+
+
+class QuotaReading(Protocol):
+    limit: Decimal | None
 
 
 class EnteringHook(Protocol):
@@ -90,6 +97,13 @@ request_fit: Provider[..., dict] = Provider("request_fit")
 # Why an approved request waits and when it will start, as last read (provisioning.wait_selectors.request_wait;
 # keyword argument gpu_request).
 request_wait: Provider[..., object] = Provider("request_wait")
+# The team's quota on a strategy and what its requests hold (provisioning.selectors.team_quota_state; keyword
+# arguments team, strategy, requested): the automatic-approval gate reads `limit` (None: no quota row).
+team_quota_state: Provider[..., QuotaReading] = Provider("team_quota_state")
+# The objects a previewed request would get and the names they will have, as (objects, ["Kind name", ...])
+# (provisioning.preview.preview_objects; keyword arguments team, name, answers, decision). Answers that cannot be
+# rendered are the caller's mistake: InvalidInput on `answers`.
+preview_objects: Provider[..., tuple[list[dict], list[str]]] = Provider("preview_objects")
 # The right-sizing suggestion from what a request's GPUs did (chargeback.idle.selectors.rightsizing_get; keyword
 # argument gpu_request).
 request_rightsizing: Provider[..., object] = Provider("request_rightsizing")

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.errors import Conflict, InvalidInput, PermissionDenied
+from portal.errors import Conflict, InvalidInput
 from portal.notices import notice_queue
 
 from . import events
@@ -47,12 +47,11 @@ def lease_time_left(gpu_request: GpuRequest, *, now: datetime | None = None) -> 
 def lease_extend(*, user, request_id: int, hours: float, now: datetime | None = None) -> GpuRequest:
     """The owner adds `hours` to the lease; the time left afterwards may not pass the policy's maximum. A new
     expiry gets its own reminder."""
-    from .selectors import request_get
+    from .selectors import EXTEND, request_action_check, request_get
 
     request_get(user=user, request_id=request_id)  # another team's request: not found
     gpu_request = GpuRequest.objects.select_for_update(no_key=True, of=("self",)).get(pk=request_id)
-    if gpu_request.requested_by_id != user.pk:
-        raise PermissionDenied("Only the engineer who requested it extends a lease.")
+    request_action_check(user=user, gpu_request=gpu_request, action=EXTEND)
     if gpu_request.status in REQUEST_TERMINAL or gpu_request.lease_expires_at is None:
         raise Conflict(f"Request #{gpu_request.pk} has no running lease to extend "
                        f"({gpu_request.status.replace('_', ' ')}).")

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from gpu import gangapi
 
 if TYPE_CHECKING:
-    from .decisions import ClusterSpec, Inventory, PoolSpec, _Reasons
+    from .decisions import ClusterSpec, Inventory, PoolSpec, Reasons
 
 
 def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Inventory, *, needs_gang: bool,
-                        fabric_isolation: str, reasons: _Reasons) -> dict | None:
+                        fabric_isolation: str, reasons: Reasons) -> dict | None:
     """How a multi-pod job fails, where it is packed, and whether it gets a ComputeDomain; with the reasons.
     The renderer derives the same from the cluster's settings (gpu/gangapi.py)."""
     multinode_nvlink = inventory.catalogue.model(pool.gpu_model).multinode_nvlink and bool(pool.nvlink_domain)

@@ -7,7 +7,7 @@ from django.db.models import DecimalField, Prefetch, QuerySet, Sum, prefetch_rel
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from portal.errors import NotFound
+from portal.errors import NotFound, PermissionDenied
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for, team_visible_ids
 
@@ -16,43 +16,47 @@ from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus, RequestSta
 from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
 
-# What a person may do to a request: the page's buttons, the admin's actions and the services' checks read these.
+# What a person may do to a request. One rule decides it for the request page's buttons, the admin's review page
+# and the services (the API's actions): `request_action_refusal` says who may, `request_actions` who may now.
 APPROVE, REJECT, CANCEL, EXTEND = "approve", "reject", "cancel", "extend"
+ACTIONS = (APPROVE, REJECT, CANCEL, EXTEND)
 
 
-def may_cancel(*, user, gpu_request: GpuRequest) -> bool:
-    """The request's engineers and the platform team cancel open requests; finance never."""
-    return gpu_request.status not in REQUEST_TERMINAL and team_can_request_for(user=user, team=gpu_request.team)
+def request_action_refusal(*, user, gpu_request: GpuRequest, action: str) -> str | None:
+    """Why `user` may not take `action` on `gpu_request` whatever its status (the services answer it with 403), or
+    None. The platform team approves and rejects, never its own request; the request's engineers and the platform
+    team cancel (finance never); the engineer who asked extends the lease."""
+    if action in (APPROVE, REJECT) and not is_platform(user):
+        return f"Only the platform team {'approves' if action == APPROVE else 'rejects'} requests."
+    if action == APPROVE and gpu_request.requested_by_id == user.pk:
+        return "Nobody approves their own request; ask another member of the platform team."
+    if action == CANCEL and not team_can_request_for(user=user, team=gpu_request.team):
+        return "Only the request's team or the platform team can cancel it."
+    if action == EXTEND and gpu_request.requested_by_id != user.pk:
+        return "Only the engineer who requested it extends a lease."
+    return None
 
 
-def may_decide(*, user, gpu_request: GpuRequest) -> bool:
-    """The platform team approves or rejects a request awaiting approval."""
-    return gpu_request.status == RequestStatus.PENDING_APPROVAL and is_platform(user)
+def request_action_check(*, user, gpu_request: GpuRequest, action: str) -> None:
+    """Raise PermissionDenied with the refusal when `user` may not take `action` on `gpu_request`."""
+    refusal = request_action_refusal(user=user, gpu_request=gpu_request, action=action)
+    if refusal:
+        raise PermissionDenied(refusal)
 
 
-def may_approve(*, user, gpu_request: GpuRequest) -> bool:
-    """As may_decide, except one's own request: nobody approves their own."""
-    return may_decide(user=user, gpu_request=gpu_request) and gpu_request.requested_by_id != user.pk
-
-
-def may_extend_lease(*, user, gpu_request: GpuRequest) -> bool:
-    """The engineer who asked extends a running lease (within the policy's maximum, intake.leases)."""
-    return (gpu_request.requested_by_id == user.pk and gpu_request.lease_expires_at is not None
-            and gpu_request.status not in REQUEST_TERMINAL)
+def _status_allows(action: str, gpu_request: GpuRequest) -> bool:
+    """Whether the request's status lets `action` be taken now (the services answer 409 when it does not)."""
+    if action in (APPROVE, REJECT):
+        return gpu_request.status == RequestStatus.PENDING_APPROVAL
+    if action == EXTEND and gpu_request.lease_expires_at is None:
+        return False
+    return gpu_request.status not in REQUEST_TERMINAL
 
 
 def request_actions(*, user, gpu_request: GpuRequest) -> frozenset[str]:
     """The actions `user` may take on `gpu_request` now."""
-    actions = set()
-    if may_approve(user=user, gpu_request=gpu_request):
-        actions.add(APPROVE)
-    if may_decide(user=user, gpu_request=gpu_request):
-        actions.add(REJECT)
-    if may_cancel(user=user, gpu_request=gpu_request):
-        actions.add(CANCEL)
-    if may_extend_lease(user=user, gpu_request=gpu_request):
-        actions.add(EXTEND)
-    return frozenset(actions)
+    return frozenset(action for action in ACTIONS if _status_allows(action, gpu_request)
+                     and request_action_refusal(user=user, gpu_request=gpu_request, action=action) is None)
 
 
 def policy_current() -> PolicyVersion:
@@ -198,8 +202,6 @@ def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
 
 def policy_version_list(*, user) -> QuerySet[PolicyVersion]:
     """Signed-off versions for everyone; drafts only for the platform team, who edit them."""
-    from portal.roles import is_platform
-
     queryset = PolicyVersion.objects.prefetch_related(
         Prefetch("rules", queryset=Rule.objects.order_by("kind", "position", "key"))
     ).select_related("based_on").order_by("-number")
@@ -210,9 +212,6 @@ def policy_version_list(*, user) -> QuerySet[PolicyVersion]:
 
 def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
     """The diff a draft would make; it names other teams' requests, so it is for the platform team."""
-    from portal.errors import PermissionDenied
-    from portal.roles import is_platform
-
     from .policy_review import policy_version_diff
 
     if not is_platform(user):

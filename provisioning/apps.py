@@ -12,7 +12,8 @@ class ProvisioningConfig(AppConfig):
 
         from .metrics import COLLECTORS
         from .models import AppliedObject, GangStall, ProvisioningJob
-        from .selectors import inventory_generation, inventory_snapshot, request_fit
+        from .preview import preview_objects
+        from .selectors import inventory_generation, inventory_snapshot, request_fit, team_quota_state
         from .services import allocation_on_approved, allocation_on_cancelled
         from .wait_selectors import request_wait
 
@@ -25,6 +26,8 @@ class ProvisioningConfig(AppConfig):
         hooks.inventory_generation.provide(inventory_generation)
         hooks.request_fit.provide(request_fit)
         hooks.request_wait.provide(request_wait)
+        hooks.team_quota_state.provide(team_quota_state)
+        hooks.preview_objects.provide(preview_objects)
         # A request is shown with what provisioning did for it.
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",

@@ -134,9 +134,9 @@ MIG_STEP_TRANSITIONS: dict[str, frozenset[str]] = {
 
 
 class FitVerdict(models.TextChoices):
-    FITS_NOW = "fits_now", "Fits now"
-    FITS_AFTER = "fits_after", "Fits after running work finishes"
-    NEVER = "never", "Never fits as the pool is"
+    FITS_NOW = v.FITS_NOW, "Fits now"
+    FITS_AFTER = v.FITS_AFTER, "Fits after running work finishes"
+    NEVER = v.NEVER_FITS, "Never fits as the pool is"
 
 
 # --- status reconciliation and stalled gangs (reconcile) --------------------------------------------------------

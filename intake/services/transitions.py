@@ -1,0 +1,107 @@
+"""The request state machine's one door: every status change goes through `request_transition` (or, for many at
+once, `request_transition_many`), which locks, checks the edge, saves, records the event and announces the new
+status to the layers above."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import Case, Value, When
+from django.utils import timezone
+
+from portal.errors import Conflict
+
+from .. import events, hooks
+from ..choices import REQUEST_TRANSITIONS, RequestStatus
+from ..leases import lease_start
+from ..models import GpuRequest
+
+
+@transaction.atomic
+def request_transition(
+    *, request_id: int, to_status: str, actor, comment: str = "", reason: str = "", expected_from: str | None = None
+) -> GpuRequest:
+    """The one place a request changes status: lock the row, check the edge, save, record the event, and
+    schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled).
+    `expected_from`: the status the caller saw; if the request has moved on since, nothing happens (Conflict), so
+    of many people acting on what they saw, exactly one wins."""
+    gpu_request = GpuRequest.objects.select_for_update(no_key=True).get(pk=request_id)
+    from_status = gpu_request.status
+    check_expected(gpu_request, expected_from)
+    check_edge(gpu_request, to_status)
+    gpu_request.status = to_status
+    gpu_request.status_changed_at = timezone.now()
+    fields = ["status", "status_changed_at", "updated_at"]
+    if to_status == RequestStatus.APPROVED and lease_start(gpu_request, now=gpu_request.status_changed_at):
+        fields.append("lease_expires_at")
+    gpu_request.save(update_fields=fields)
+    events.event_transition(
+        request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment, reason=reason
+    )
+    _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
+    return gpu_request
+
+
+@dataclass(frozen=True)
+class TransitionChange:
+    request_id: int
+    to_status: str
+    comment: str = ""
+    reason: str = ""
+
+
+@transaction.atomic
+def request_transition_many(*, changes: list[TransitionChange], actor=None) -> tuple[list[int], dict[int, str]]:
+    """Many transitions in a handful of statements, checked exactly as `request_transition` checks one: the rows
+    are locked (in id order, so concurrent batches cannot deadlock), each edge is checked, the allowed ones are
+    saved with one UPDATE and one event insert, and their follow-up work is scheduled. A request whose edge is
+    not allowed any more (cancelled meanwhile, say) is left alone. Returns (ids changed, {id: why not})."""
+    wanted = {change.request_id: change for change in changes}
+    locked = GpuRequest.objects.select_for_update(no_key=True).filter(pk__in=wanted).order_by("pk")
+    allowed, refused = [], {}
+    for gpu_request in locked:
+        change = wanted[gpu_request.pk]
+        try:
+            check_edge(gpu_request, change.to_status)
+        except Conflict as exc:
+            refused[gpu_request.pk] = exc.message
+            continue
+        allowed.append((gpu_request, gpu_request.status, change))
+    if not allowed:
+        return [], refused
+    now = timezone.now()
+    GpuRequest.objects.filter(pk__in=[r.pk for r, _, _ in allowed]).update(
+        status=Case(*(When(pk=r.pk, then=Value(c.to_status)) for r, _, c in allowed)),
+        status_changed_at=now,
+        updated_at=now,
+    )
+    events.events_transition_many(
+        rows=[(r, actor, from_status, c.to_status, c.comment, c.reason) for r, from_status, c in allowed]
+    )
+    for gpu_request, from_status, change in allowed:
+        gpu_request.status, gpu_request.status_changed_at = change.to_status, now
+        _schedule_follow_up(gpu_request, from_status=from_status, to_status=change.to_status)
+    return [r.pk for r, _, _ in allowed], refused
+
+
+def check_expected(gpu_request: GpuRequest, expected_from: str | None) -> None:
+    """Checked under the row lock: the request is still in the status the caller acted on."""
+    if expected_from is not None and gpu_request.status != expected_from:
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {gpu_request.status.replace('_', ' ')}, not "
+            f"{expected_from.replace('_', ' ')}; someone acted on it first. Reload it and decide again."
+        )
+
+
+def check_edge(gpu_request: GpuRequest, to_status: str) -> None:
+    if to_status not in REQUEST_TRANSITIONS[gpu_request.status]:
+        raise Conflict(
+            f"Request #{gpu_request.pk} is {gpu_request.status.replace('_', ' ')}; it cannot become "
+            f"{to_status.replace('_', ' ')}."
+        )
+
+
+def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
+    """Work a status change causes, recorded in this transaction and dispatched only after commit, by the layers
+    above that subscribed to the new status (intake.hooks: provisioning enqueues its apply and teardown jobs)."""
+    hooks.announce_entering(gpu_request, from_status=from_status, to_status=to_status)
