@@ -16,8 +16,6 @@ KEPT_WHOLE = re.compile(r"# Kept whole: \S.{20,}")  # the reason, in words, not 
 STILL_TO_SPLIT = {
     "chargeback/services.py",
     "intake/api/serializers.py",
-    "intake/decisions.py",
-    "intake/services.py",
     "provisioning/discovery.py",
     "provisioning/reconciliation.py",
     "provisioning/selectors.py",
