@@ -65,3 +65,4 @@ def test_waits_on_fragmentation_and_quota_start_when_the_work_ahead_ends_and_the
     page.force_login(platform_user)
     html = page.get("/register/").content.decode()
     assert f"median error <strong>{error['median_abs_error_minutes']} minutes</strong> over 2 requests" in html
+    assert f"90th percentile {error['p90_abs_error_minutes']} minutes" in html
