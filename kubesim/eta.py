@@ -157,20 +157,19 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
                        f"{readings[pk].estimated_start}" if pk in readings else "")
                     for pk, work in works.items()))
 
-    first = submit(FIRST)
-    until_running(first)
+    until_running(submit(FIRST))
     waiting = submit(THEN)
     until_running(waiting)
     for request_id, work in waiting.items():
         record = RequestWait.objects.filter(request_id=request_id).first()
-        first = seen.get(request_id)
+        reading = seen.get(request_id)
         outcome.rows.append({
             "request": f"#{request_id} {work.name}", "status": GpuRequest.objects.get(pk=request_id).status,
             "expected_wait": work.waits,
-            "blockers": sorted({b["kind"] for b in first.blockers}) if first else [],
-            "reasons": [b["reason"] for b in first.blockers] if first else [],
-            "unblock": first.unblock if first else [],
-            "basis": first.estimate_basis if first else "",
+            "blockers": sorted({b["kind"] for b in reading.blockers}) if reading else [],
+            "reasons": [b["reason"] for b in reading.blockers] if reading else [],
+            "unblock": reading.unblock if reading else [],
+            "basis": reading.estimate_basis if reading else "",
             "first_estimate": record.first_estimate if record else None,
             "actual_start": record.actual_start if record else None,
             "error_minutes": round(record.error_seconds / 60, 1) if record and record.error_seconds is not None
