@@ -213,8 +213,9 @@ def request_wait_refresh(*, request_id: int, now: datetime.datetime | None = Non
     except KubeError as exc:
         return _store(gpu_request, {}, now=now, read_error=str(exc))
     if gpu_request.status == RequestStatus.RUNNING:
+        # It started when its last pod did: a stalled gang's first ranks ran long before the gang did.
         starts = [p.running_since for p in found["pods"] if p.phase == "Running" and p.running_since]
-        return _store(gpu_request, {}, now=now, actual_start=min(starts) if starts else gpu_request.status_changed_at)
+        return _store(gpu_request, {}, now=now, actual_start=max(starts) if starts else gpu_request.status_changed_at)
     return _store(gpu_request, explain(gpu_request, found), now=now)
 
 
