@@ -8,6 +8,8 @@
   gains `SuccessCriteriaMet` then `Complete` when every index succeeded.
 - Deployment controller: `replicas` pods named `<deployment>-<template hash>-<suffix>` with `pod-template-hash`,
   owned by the Deployment itself (the fake serves no ReplicaSets).
+- Kueue, where the fake serves it (kubesim.kueue): Workloads for queued Jobs, quota reservation, admission once
+  the checks are Ready, Finished when the Job ends.
 - Scheduler: binds each unbound pod to a node with room (kubesim.scheduler); a pod no node takes, or the last rank
   of a gang the scenario stalls, gets `PodScheduled=False, reason=Unschedulable` and kube-scheduler's message.
 - Kubelet: a bound pod turns Running after `start_seconds`, a Job's pod Succeeded after its run time.
@@ -29,6 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubesim import kueue
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
@@ -80,6 +83,7 @@ class Simulation:
     def tick(self) -> None:
         now = self.clock()
         self._jobsets()
+        self._kueue(now)
         self._jobs(now)
         self._deployments()
         self._schedule(now)
@@ -115,6 +119,13 @@ class Simulation:
                                                 "annotations": meta.get("annotations") or {},
                                                 "ownerReferences": [_owner_ref(jobset)]},
                                    "spec": spec})
+
+    def _kueue(self, now: float) -> None:
+        try:
+            self.fake.find(kueue.KUEUE, "Workload")
+        except LookupError:  # Kueue's CRDs are not served on this fake
+            return
+        kueue.step(self.fake, now)
 
     def _jobs(self, now: float) -> None:
         pods = self.fake.find("v1", "Pod")

@@ -1,7 +1,9 @@
-"""A stand-in for the parts of Kueue (v0.19.2) that an admission check controller meets: the Job integration that
-suspends a queued Job and makes its Workload, and the workload controller that admits it once every admission
-check is Ready or deactivates it when one is Rejected. It runs on demand (`step`), not as a loop, so tests say
-when "Kueue" acts.
+"""A stand-in for the parts of Kueue (v0.19.2) that an admission check controller and a waiting request meet: the
+Job integration that suspends a queued Job and makes its Workload, the scheduler that reserves the ClusterQueue's
+quota (or says how much more it needs), and the workload controller that admits a Workload once it has quota and
+every admission check is Ready, deactivates it when one is Rejected, and marks it Finished when its Job ends (which
+gives its quota back). `step` runs one pass: tests call it when "Kueue" acts, and the simulated cluster's loop
+(kubesim.kubelet) calls it every tick when the fake serves Kueue.
 
 Shapes follow kubernetes-sigs/kueue v0.19.2:
 - Workload name: `pkg/controller/jobframework/workload_names.go` GetWorkloadNameForOwnerWithGVK
@@ -9,25 +11,38 @@ Shapes follow kubernetes-sigs/kueue v0.19.2:
 - The checks a Workload carries: the ClusterQueue's `spec.admissionChecksStrategy.admissionChecks[].name`
   (`apis/kueue/v1beta2/clusterqueue_types.go`), each starting `Pending` in `status.admissionChecks`
   (`apis/kueue/v1beta2/workload_types.go` AdmissionCheckState).
+- Quota: the ClusterQueue's `spec.resourceGroups[].flavors[].resources[].nominalQuota`; a Workload whose pod sets
+  fit the unused quota gets `QuotaReserved` True and `status.admission` (clusterQueue, podSetAssignments); one that
+  does not gets `QuotaReserved` False, reason `WaitingForQuota` (workload_types.go), with the flavor assigner's
+  message "couldn't assign flavors to pod set <name>: insufficient unused quota for <resource> in flavor <flavor>,
+  <n> more needed" (`pkg/scheduler/flavorassigner/flavorassigner.go`). Workloads are tried oldest first and a
+  later one that fits is admitted past an earlier one that does not (the default BestEffortFIFO). Not simulated:
+  cohorts and borrowing, preemption, priorities, several flavors per resource, ExceedsMaxQuota. A ClusterQueue
+  without resourceGroups reserves whatever is asked (the admission check tests need no quota).
 - A Rejected check deactivates the Workload (`spec.active: false`, `pkg/controller/core/workload_controller.go`
   reconcileCheckBasedEviction, reason AdmissionCheckRejected); the Job stays suspended, so no pod ever starts.
-- All checks Ready (with quota, which this stand-in always grants): condition `Admitted` True and the Job
-  unsuspended.
+- Quota reserved and all checks Ready: condition `Admitted` True and the Job unsuspended.
+- The Job Complete (or Failed): condition `Finished` True, reason `Succeeded` (or `Failed`); a finished Workload
+  holds no quota.
 """
 from __future__ import annotations
 
 import copy
 import hashlib
+import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
+
+from kubesim.scheduler import pod_requests
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _stamp(moment: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if moment is None else moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workload_name(job_name: str, job_uid: str) -> str:
@@ -35,28 +50,30 @@ def workload_name(job_name: str, job_uid: str) -> str:
     return f"job-{job_name}-{digest}"[:253]
 
 
-def _checks_of_queue(fake, namespace: str, queue: str) -> list[str]:
+def _cluster_queue_of(fake, namespace: str, queue: str) -> dict[str, Any]:
     local = fake.get(KUEUE, "LocalQueue", queue, namespace) or {}
-    cluster_queue = fake.get(KUEUE, "ClusterQueue", (local.get("spec") or {}).get("clusterQueue", "")) or {}
-    strategy = (cluster_queue.get("spec") or {}).get("admissionChecksStrategy") or {}
+    return fake.get(KUEUE, "ClusterQueue", (local.get("spec") or {}).get("clusterQueue", "")) or {}
+
+
+def _checks_of_queue(fake, namespace: str, queue: str) -> list[str]:
+    strategy = (_cluster_queue_of(fake, namespace, queue).get("spec") or {}).get("admissionChecksStrategy") or {}
     return [rule["name"] for rule in strategy.get("admissionChecks") or []]
 
 
 def submit_job(fake, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Create a Job as `kubectl apply` into a Kueue queue would end up: suspended by Kueue's webhook, with the
-    Workload Kueue's job reconciler makes for it (quota reserved, every check of its ClusterQueue Pending)."""
+    Workload Kueue's job reconciler makes for it (every check of its ClusterQueue Pending, no quota yet)."""
     job = copy.deepcopy(job)
     job["spec"]["suspend"] = True
     live_job = fake.put(job)
     return live_job, workload_for(fake, live_job)
 
 
-def workload_for(fake, live_job: dict[str, Any]) -> dict[str, Any]:
+def workload_for(fake, live_job: dict[str, Any], now: float | None = None) -> dict[str, Any]:
     """The Workload Kueue's job reconciler makes for a Job already in the fake (one the portal applied, say)."""
-    job = live_job
     meta = live_job["metadata"]
     queue = meta["labels"][QUEUE_LABEL]
-    now = _now()
+    at = _stamp(now)
     workload = {
         "apiVersion": KUEUE,
         "kind": "Workload",
@@ -70,26 +87,145 @@ def workload_for(fake, live_job: dict[str, Any]) -> dict[str, Any]:
         "spec": {
             "queueName": queue,
             "active": True,
-            "podSets": [{"name": "main", "count": int(job["spec"].get("parallelism", 1)),
-                         "template": job["spec"]["template"]}],
+            "podSets": [{"name": "main", "count": int(live_job["spec"].get("parallelism", 1)),
+                         "template": live_job["spec"]["template"]}],
         },
         "status": {
-            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
-                            "lastTransitionTime": now}],
-            "admissionChecks": [{"name": name, "state": "Pending", "message": "", "lastTransitionTime": now}
+            "conditions": [],
+            "admissionChecks": [{"name": name, "state": "Pending", "message": "", "lastTransitionTime": at}
                                 for name in _checks_of_queue(fake, meta["namespace"], queue)],
         },
     }
     return fake.put(workload)
 
 
-def step(fake) -> None:
-    """One pass of Kueue's workload controller over every Workload: admit the ones whose checks are all Ready,
-    deactivate the ones with a Rejected check."""
-    for workload in fake.find(KUEUE, "Workload"):
+def _conditions(obj: dict[str, Any]) -> dict[str, dict]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def _true(obj: dict[str, Any], kind: str) -> bool:
+    return (_conditions(obj).get(kind) or {}).get("status") == "True"
+
+
+def _set_condition(fake, workload: dict[str, Any], condition: dict[str, Any], extra: dict | None = None) -> None:
+    """Add or replace one condition; lastTransitionTime moves only when the status does (apimeta.SetStatusCondition)."""
+    conditions = _conditions(workload)
+    current = conditions.get(condition["type"])
+    if current and all(current.get(k) == condition[k] for k in ("status", "reason", "message")) and not extra:
+        return
+    if current and current.get("status") == condition["status"]:
+        condition = {**condition, "lastTransitionTime": current.get("lastTransitionTime")}
+    conditions[condition["type"]] = condition
+    meta = workload["metadata"]
+    fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"],
+               {"status": {"conditions": list(conditions.values()), **(extra or {})}})
+    workload.setdefault("status", {})["conditions"] = list(conditions.values())
+
+
+def _demand(workload: dict[str, Any]) -> Counter:
+    """What the Workload's pod sets ask for in all: count x each pod's extended resources."""
+    total: Counter = Counter()
+    for pod_set in (workload.get("spec") or {}).get("podSets") or []:
+        per_pod = pod_requests({"spec": (pod_set.get("template") or {}).get("spec") or {}})
+        for name, value in per_pod.items():
+            total[name] += value * int(pod_set.get("count", 1))
+    return total
+
+
+def _nominal(cluster_queue: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    """resource -> (flavor, nominalQuota): the first flavor that covers it."""
+    quota: dict[str, tuple[str, int]] = {}
+    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for resource in flavor.get("resources") or []:
+                quota.setdefault(resource["name"], (flavor["name"], int(str(resource.get("nominalQuota", 0)))))
+    return quota
+
+
+def _integrate_jobs(fake, now: float | None) -> None:
+    """Kueue's Job reconciler: a Workload for every queued Job that has none (the portal's applied Jobs)."""
+    owned = {ref.get("uid") for w in fake.find(KUEUE, "Workload") for ref in w["metadata"].get("ownerReferences") or []}
+    for job in fake.find("batch/v1", "Job"):
+        if QUEUE_LABEL in (job["metadata"].get("labels") or {}) and job["metadata"]["uid"] not in owned:
+            workload_for(fake, job, now)
+
+
+def _finish(fake, workloads: list[dict[str, Any]], at: str) -> None:
+    for workload in workloads:
+        owner = next(iter(workload["metadata"].get("ownerReferences") or []), None)
+        if _true(workload, "Finished") or not owner or owner["kind"] != "Job":
+            continue
+        job = fake.get("batch/v1", "Job", owner["name"], workload["metadata"]["namespace"]) or {}
+        for condition, reason in (("Complete", "Succeeded"), ("Failed", "Failed")):
+            if _true(job, condition):
+                _set_condition(fake, workload, {"type": "Finished", "status": "True", "reason": reason,
+                                                "message": f"Job finished: {condition}", "lastTransitionTime": at})
+                break
+
+
+def _holds_quota(workload: dict[str, Any]) -> bool:
+    return (_true(workload, "QuotaReserved") and not _true(workload, "Finished")
+            and workload["spec"].get("active", True))
+
+
+def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str) -> None:
+    """The scheduler's pass: oldest first, reserve what fits the ClusterQueue's unused quota."""
+    queues: dict[tuple[str, str], str] = {}
+    cluster_queues: dict[str, dict] = {}
+    for workload in workloads:
+        key = (workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))
+        if key not in queues:
+            cluster_queue = _cluster_queue_of(fake, *key)
+            queues[key] = cluster_queue.get("metadata", {}).get("name", "")
+            cluster_queues[queues[key]] = cluster_queue
+    used: dict[str, Counter] = {name: Counter() for name in cluster_queues}
+    for workload in workloads:
+        if _holds_quota(workload):
+            used[queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]] += \
+                _demand(workload)
+    waiting = [w for w in workloads if not _true(w, "QuotaReserved") and not _true(w, "Finished")
+               and w["spec"].get("active", True)]
+    waiting.sort(key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
+    for workload in waiting:
+        name = queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]
+        if not name:
+            continue  # no ClusterQueue behind its LocalQueue: Kueue leaves it inadmissible
+        nominal, demand = _nominal(cluster_queues[name]), _demand(workload)
+        short = [(resource, nominal[resource][0], count - (nominal[resource][1] - used[name][resource]))
+                 for resource, count in sorted(demand.items())
+                 if resource in nominal and used[name][resource] + count > nominal[resource][1]]
+        pod_set = ((workload["spec"].get("podSets") or [{}])[0]).get("name", "main")
+        if short:
+            resource, flavor, more = short[0]
+            _set_condition(fake, workload, {
+                "type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota", "lastTransitionTime": at,
+                "message": f"couldn't assign flavors to pod set {pod_set}: insufficient unused quota for {resource} "
+                           f"in flavor {flavor}, {more} more needed"})
+            continue
+        used[name] += demand
+        admission = {"clusterQueue": name, "podSetAssignments": [
+            {"name": ps.get("name", "main"), "count": int(ps.get("count", 1)),
+             "flavors": {r: nominal[r][0] for r in demand if r in nominal},
+             "resourceUsage": {r: str(n) for r, n in demand.items() if r in nominal}}
+            for ps in workload["spec"].get("podSets") or []]}
+        _set_condition(fake, workload, {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                        "message": f"Quota reserved in ClusterQueue {name}",
+                                        "lastTransitionTime": at}, extra={"admission": admission})
+
+
+def step(fake, now: float | None = None) -> None:
+    """One pass of Kueue over every Workload: make the queued Jobs' Workloads, finish the ended ones, reserve quota,
+    then admit the ones with quota whose checks are all Ready and deactivate the ones with a Rejected check.
+    `now`: seconds since the epoch for the timestamps (the simulation's clock), else the wall clock."""
+    at = _stamp(now)
+    _integrate_jobs(fake, now)
+    workloads = fake.find(KUEUE, "Workload")
+    _finish(fake, workloads, at)
+    _reserve_quota(fake, workloads, at)
+    for workload in workloads:
         meta, status = workload["metadata"], workload.get("status") or {}
         states = {check["state"] for check in status.get("admissionChecks") or []}
-        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        conditions = _conditions(workload)
         owner = next(iter(meta.get("ownerReferences") or []), None)
         if "Rejected" in states and workload["spec"].get("active", True):
             rejected = [c for c in status["admissionChecks"] if c["state"] == "Rejected"]
@@ -97,10 +233,9 @@ def step(fake) -> None:
             fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"], {"spec": {"active": False}, "status": {
                 "conditions": [*conditions.values(), {"type": "Evicted", "status": "True",
                                                       "reason": "DeactivatedDueToAdmissionCheck", "message": message,
-                                                      "lastTransitionTime": _now()}]}})
-        elif states <= {"Ready"} and "Admitted" not in conditions:
-            fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"], {"status": {"conditions": [
-                *conditions.values(), {"type": "Admitted", "status": "True", "reason": "Admitted",
-                                       "message": "The workload is admitted", "lastTransitionTime": _now()}]}})
+                                                      "lastTransitionTime": at}]}})
+        elif states <= {"Ready"} and _true(workload, "QuotaReserved") and "Admitted" not in conditions:
+            _set_condition(fake, workload, {"type": "Admitted", "status": "True", "reason": "Admitted",
+                                            "message": "The workload is admitted", "lastTransitionTime": at})
             if owner and owner["kind"] == "Job":
                 fake.patch("batch/v1", "Job", owner["name"], meta["namespace"], {"spec": {"suspend": False}})

@@ -1,6 +1,7 @@
 """Reads of the waits (provisioning.waits): one request's last reading, and the start estimates' error."""
 from __future__ import annotations
 
+import math
 import statistics
 
 from intake.choices import RequestStatus
@@ -28,8 +29,11 @@ def request_wait(*, gpu_request) -> dict:
 
 
 def wait_estimate_error() -> dict:
-    """The median absolute error of the first start estimates over the requests that have started since."""
+    """The median (and 90th percentile, nearest rank) absolute error of the first start estimates over the requests
+    that have started since, and the median signed error (positive: later than estimated)."""
     errors = list(RequestWait.objects.filter(error_seconds__isnull=False).values_list("error_seconds", flat=True))
+    absolute = sorted(abs(e) for e in errors)
     return {"requests": len(errors),
-            "median_abs_error_minutes": round(statistics.median(abs(e) for e in errors) / 60, 1) if errors else None,
+            "median_abs_error_minutes": round(statistics.median(absolute) / 60, 1) if errors else None,
+            "p90_abs_error_minutes": round(absolute[math.ceil(0.9 * len(absolute)) - 1] / 60, 1) if errors else None,
             "median_error_minutes": round(statistics.median(errors) / 60, 1) if errors else None}

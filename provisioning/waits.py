@@ -26,7 +26,7 @@ from .kube.client import KubeClient
 from .kube.errors import KubeError
 from .kube.reads import list_pods
 from .kube.scheduling import KUEUE_WORKLOAD, list_objects, owned_by, pending_workloads
-from .models import RequestWait
+from .models import Node, RequestWait
 from .reconcile.facts import pod_fact
 from .selectors import QUOTA_WORDS, cluster_for_request, request_fit, request_manifests, team_quota_state
 
@@ -84,12 +84,29 @@ def _observed_hours(team_id: int, workload_class: str) -> float | None:
     return statistics.median(hours) if hours else None
 
 
-def _team_running(gpu_request: GpuRequest) -> list[waiting.Running]:
-    """The team's running work of the same strategy: what frees its quota, and when it is expected to end."""
+def _cluster_starts(cluster: str, request_ids: set[int]) -> dict[int, datetime.datetime]:
+    """When each request's first pod started running on its cluster, as the last inventory sync saw it."""
+    starts: dict[int, datetime.datetime] = {}
+    for pods in Node.objects.filter(cluster__name=cluster, present=True).values_list("gpu_pods", flat=True):
+        for pod in pods or ():
+            request_id, at = pod.get("request_id"), pod.get("started_at")
+            if request_id in request_ids and at:
+                moment = datetime.datetime.fromisoformat(at.replace("Z", "+00:00"))
+                starts[request_id] = min(moment, starts.get(request_id, moment))
+    return starts
+
+
+def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list[waiting.Running]:
+    """The team's running work of the same strategy: what frees its quota, and when it is expected to end. With
+    `queued_only`, only its gangs on the same cluster: what Kueue's queue counts (the renderer queues only gangs)."""
     others = list(GpuRequest.objects.filter(team_id=gpu_request.team_id, strategy=gpu_request.strategy,
                                             status__in=(RequestStatus.RUNNING, RequestStatus.STALLED))
                   .exclude(pk=gpu_request.pk).order_by("id"))
+    if queued_only:
+        cluster = gpu_request.decision.get("cluster")
+        others = [o for o in others if o.decision.get("gang") and o.decision.get("cluster") == cluster]
     observed: dict[str, float | None] = {}
+    started = _cluster_starts(gpu_request.decision.get("cluster", ""), {o.pk for o in others})
     running = []
     for other in others:
         hours, basis = other.answers.get("expected_hours"), "its start plus its expected_hours"
@@ -99,7 +116,8 @@ def _team_running(gpu_request: GpuRequest) -> list[waiting.Running]:
             hours = observed[other.workload_class]
             basis = f"its start plus the median run time of {gpu_request.team.slug}'s completed " \
                     f"{other.workload_class} work ({hours:.1f} h)" if hours else ""
-        start = other.status_changed_at
+        # The cluster's own start (its pods' startTime) beats the portal's: that one lags by a reconcile interval.
+        start = started.get(other.pk) or other.status_changed_at
         running.append(waiting.Running(
             label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision["gpu_equivalents"]),
             started_at=start, expected_end=start + datetime.timedelta(hours=float(hours)) if hours else None,
@@ -128,9 +146,10 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
             needed = free + shortage[2] if shortage else needed
             words = f"{QUOTA_WORDS.get(decision['strategy'], decision['strategy'])} {decision['gpu_model']} GPU " \
                     "equivalents"
+            # Kueue's shortage is freed only by what Kueue admitted, not by the team's work outside its queue.
             text, estimate = waiting.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
                                                    held=float(quota.held), needed=needed,
-                                                   running=_team_running(gpu_request))
+                                                   running=_team_running(gpu_request, queued_only=bool(shortage)))
             unblock.append(text)
             estimates.append(estimate)
     pods_running = sum(1 for p in found["pods"] if p.phase == "Running")
@@ -194,8 +213,9 @@ def request_wait_refresh(*, request_id: int, now: datetime.datetime | None = Non
     except KubeError as exc:
         return _store(gpu_request, {}, now=now, read_error=str(exc))
     if gpu_request.status == RequestStatus.RUNNING:
+        # It started when its last pod did: a stalled gang's first ranks ran long before the gang did.
         starts = [p.running_since for p in found["pods"] if p.phase == "Running" and p.running_since]
-        return _store(gpu_request, {}, now=now, actual_start=min(starts) if starts else gpu_request.status_changed_at)
+        return _store(gpu_request, {}, now=now, actual_start=max(starts) if starts else gpu_request.status_changed_at)
     return _store(gpu_request, explain(gpu_request, found), now=now)
 
 

@@ -249,3 +249,11 @@ def test_a_stalled_gang_says_which_member_is_missing_why_and_when_it_can_start(
     html = page(engineer, stalled)
     assert "Missing from the gang" in html and f"{second['metadata']['name']} (rank 1) is Pending" in html
     assert "No node has 8 free GPUs; 1 node has 6." in html and "2026-11-30 20:00 UTC" in html
+
+    # The missing rank starts: the gang started then, not when its first rank did.
+    late = datetime(2026, 11, 30, 20, 10, tzinfo=UTC)
+    live_fake.put(k8s.moved(second, k8s.running(second, "gpu-h100-1", late)))
+    GpuRequest.objects.filter(pk=stalled.pk).update(status="running")
+    assert request_wait_refresh.delay(stalled.pk).get() == "stored"
+    record = RequestWait.objects.get(request=stalled)
+    assert (record.actual_start, record.error_seconds) == (late, 600)
