@@ -24,6 +24,7 @@ from provisioning.models import Cluster
 
 from ..choices import Category
 from ..models import UsageInterval
+from ..services import usage_mark_waste
 from . import dcgm, prometheus, rules
 from .models import GpuUtilisation, IdleAllocation, IdleEnd, IdleNotification, IdlePolicy, IdleScan
 
@@ -210,8 +211,6 @@ def _flag_words(episode: IdleAllocation, rule: rules.IdleRule) -> str:
 
 def _book_idle(episode: IdleAllocation, *, now: datetime) -> None:
     """Book the episode's GPU time since the last booking as `idle` in chargeback (splitting the intervals)."""
-    from ..services import usage_mark_waste
-
     start = episode.marked_until or episode.idle_since
     if now <= start:
         return
