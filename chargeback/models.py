@@ -341,4 +341,4 @@ class Budget(models.Model):
 
 
 # Idle GPUs (chargeback/idle/): defined there, registered with the app here.
-from .idle.models import GpuUtilisation, IdleAllocation, IdleEnd, IdleNotification, IdlePolicy, IdleScan  # noqa: E402,F401,E501
+from .idle.models import GpuUtilisation, IdleAllocation, IdleEnd, IdlePolicy, IdleScan  # noqa: E402,F401
