@@ -1,10 +1,12 @@
 """Idle notices become portal notices (portal.Notice, key "idle:<episode id>"), which gives them the notices'
 redispatch sweep: existing rows are copied with their status, attempts and times, then the table is dropped.
-
 A notice waiting for a retry is copied as queued: its retry message names the task this release removes, so
-the sweep sends it instead."""
+the sweep sends it instead.
 
-from django.db import migrations
+And two partial indexes for the report: the open intervals with every column it reads of them (an index-only
+scan), and the demo intervals (the finance page asks whether the period has any)."""
+
+from django.db import migrations, models
 
 
 def _key(allocation_id: int) -> str:
@@ -50,4 +52,17 @@ class Migration(migrations.Migration):
     operations = [
         migrations.RunPython(to_portal_notices, to_idle_notifications),
         migrations.DeleteModel(name="IdleNotification"),
+        migrations.AddIndex(
+            model_name="usageinterval",
+            index=models.Index(
+                condition=models.Q(("ended_at__isnull", True)), fields=["started_at"],
+                include=("team_id", "cost_center", "cluster", "strategy", "gpu_model", "mig_profile", "request_id",
+                         "category", "devices", "equivalents_num", "equivalents_den"),
+                name="chargeback_interval_open_cover"),
+        ),
+        migrations.AddIndex(
+            model_name="usageinterval",
+            index=models.Index(condition=models.Q(("is_demo", True)), fields=["started_at"],
+                               name="chargeback_interval_demo"),
+        ),
     ]
