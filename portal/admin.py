@@ -101,12 +101,10 @@ class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 @admin.register(Notice)
 class NoticeAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
-    """Budget-threshold, lease and idle-GPU notices with their delivery status, so a failed one is seen without
-    logs."""
+    """Budget-threshold and lease notices with their delivery status, so a failed one is seen without logs."""
 
-    empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify), a "
-                 "lease about to end (intake.lease_sweep) or GPUs found idle (chargeback.idle_scan_all), for teams "
-                 "with a notification e-mail or a webhook.")
+    empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify) or a "
+                 "lease about to end (intake.lease_sweep), for teams with a notification e-mail or a webhook.")
     list_display = ["key", "team", "channel", "status", "attempts", "created_at", "sent_at", "message"]
     list_filter = ["status", "channel"]
     search_fields = ["key", "team__slug", "target"]
