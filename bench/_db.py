@@ -35,9 +35,10 @@ def drop_database() -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
 
 
-def setup_django() -> None:
-    """Point Django at a fresh bench database and migrate it."""
-    recreate_database()
+def setup_django(*, fresh: bool = True) -> None:
+    """Point Django at a fresh bench database (or, with fresh=False, the one left by --keep) and migrate it."""
+    if fresh:
+        recreate_database()
     os.environ["DATABASE_URL"] = bench_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     os.environ.setdefault("DEBUG", "true")  # a local benchmark: development mode, explicitly (settings default to production)

@@ -2,15 +2,19 @@
 intervals, adjustments and collection passes (read-only), and closing a month."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from portal.errors import DomainError
+from portal.models import Notice
 from portal.roles import is_finance, is_platform
 
 from . import budget_services, services
@@ -185,7 +189,8 @@ class BudgetAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 # --- idle GPUs (chargeback/idle/) ---------------------------------------------------------------------------------
 
-from .models import IdleAllocation, IdleNotification, IdlePolicy, IdleScan  # noqa: E402
+from .idle.services import idle_notice_key  # noqa: E402
+from .models import IdleAllocation, IdlePolicy, IdleScan  # noqa: E402
 
 
 @admin.register(IdlePolicy)
@@ -198,12 +203,6 @@ class IdlePolicyAdmin(PlatformAdminMixin, admin.ModelAdmin):
     list_editable = ["threshold_percent", "idle_after_seconds", "release_after_seconds"]
 
 
-class IdleNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = IdleNotification
-    extra = 0
-    fields = ["channel", "target", "status", "attempts", "message", "sent_at"]
-
-
 @admin.register(IdleAllocation)
 class IdleAllocationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Idle episodes found by the scans: read-only (a scan opens and closes them)."""
@@ -211,7 +210,18 @@ class IdleAllocationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["request", "cluster", "workload_class", "idle_since", "detected_at", "marked_until",
                     "released_at", "end_reason"]
     list_filter = ["cluster", "workload_class", "end_reason"]
-    inlines = [IdleNotificationInline]
+    readonly_fields = ["notices"]
+
+    @admin.display(description="notices")
+    def notices(self, obj):
+        """Its notices, which are portal notices: their channels and delivery status, and a link to them."""
+        key = idle_notice_key(obj.pk)
+        sent = Notice.objects.filter(key=key).order_by("channel")
+        if not sent:
+            return "none queued (nobody to notify, or not flagged yet)"
+        url = f"{reverse('admin:portal_notice_changelist')}?{urlencode({'key': key})}"
+        return format_html('{} (<a href="{}">{}</a>)', ", ".join(f"{n.channel}: {n.status}" for n in sent), url,
+                           key)
 
 
 @admin.register(IdleScan)

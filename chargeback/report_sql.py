@@ -54,8 +54,8 @@ _SPAN_COLUMNS = ("team_id, cost_center, cluster, strategy, gpu_model, mig_profil
 
 def _adjustment_spans(where: str) -> str:
     return f"""
-    UNION ALL  -- closed months stay as they were closed: take back what changed after
-    SELECT {_SPAN_COLUMNS}, category, -sign, NULL,
+    -- closed months stay as they were closed: take back what changed after
+    SELECT {_SPAN_COLUMNS}, category, -sign, NULL::timestamptz,
         GREATEST(started_at, %(start)s), LEAST(ended_at, %(end)s)
     FROM chargeback_adjustment
     WHERE started_at < %(end)s AND ended_at > %(start)s{where}
@@ -117,10 +117,47 @@ spans AS (
         GREATEST(started_at, %(start)s) AS s, LEAST(COALESCE(ended_at, %(now)s), %(end)s) AS e
     FROM chargeback_usageinterval
     WHERE tstzrange(started_at, ended_at) && tstzrange(%(start)s, %(end)s) AND started_at < %(now)s{where}
-    {_adjustment_spans(where)}
+    UNION ALL{_adjustment_spans(where)}
 ),{_pieces("spans")},
 {_PER_DEN.format(sources="SELECT * FROM piece_sums")},
 {_LINES_CTE}"""
+
+
+# The intervals still open, up to e = LEAST(now, end): every one ends at the same e, so those of one line's keys,
+# denominator and first day are summed before they are cut into days (thousands of pods of a few requests become
+# a few groups). The first day holds each interval's own part of it; every later day, the same seconds for all of
+# them, times their summed devices and equivalents. A day has one rate segment (cards start at 00:00 UTC).
+_OPEN_CTES = """open_groups AS (
+    SELECT team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, category, den, first_day,
+        sum(devices) AS devices, sum(num) AS num,
+        sum(first_secs * devices) AS first_device_seconds, sum(first_secs * num) AS first_eq_seconds_num
+    FROM (
+        SELECT team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, category, devices,
+            equivalents_num AS num, equivalents_den AS den, o.first_day,
+            EXTRACT(EPOCH FROM LEAST(%(now)s, %(end)s, o.first_day + interval '1 day') - o.s) AS first_secs
+        FROM chargeback_usageinterval
+        CROSS JOIN LATERAL (SELECT GREATEST(started_at, %(start)s) AS s,
+                                   date_trunc('day', GREATEST(started_at, %(start)s), 'UTC') AS first_day) o
+        WHERE ended_at IS NULL AND started_at < %(end)s AND started_at < %(now)s
+            AND o.s < LEAST(%(now)s, %(end)s){where}
+    ) i
+    GROUP BY team_id, cost_center, cluster, strategy, gpu_model, mig_profile, request_id, category, den, first_day
+),
+open_days AS (
+    SELECT g.team_id, g.cost_center, g.cluster, g.strategy, g.gpu_model, g.mig_profile, g.request_id, d.day,
+        g.category, COALESCE(r.currency, '') AS currency, r.valid_from AS segment, g.den,
+        x.device_seconds, x.eq_seconds_num, x.eq_seconds_num * r.price AS cost_num
+    FROM open_groups g
+    CROSS JOIN LATERAL generate_series(g.first_day, LEAST(%(now)s, %(end)s) - interval '1 microsecond',
+                                       interval '1 day') AS d(day)
+    CROSS JOIN LATERAL (SELECT EXTRACT(EPOCH FROM LEAST(%(now)s, %(end)s, d.day + interval '1 day') - d.day) AS secs) t
+    CROSS JOIN LATERAL (SELECT
+        CASE WHEN d.day = g.first_day THEN g.first_device_seconds ELSE t.secs * g.devices END AS device_seconds,
+        CASE WHEN d.day = g.first_day THEN g.first_eq_seconds_num ELSE t.secs * g.num END AS eq_seconds_num) x
+    LEFT JOIN rates r ON r.gpu_model = g.gpu_model AND r.strategy = g.strategy
+        AND r.valid_from <= d.day AND r.valid_to > d.day
+    WHERE {not_frozen}
+)"""
 
 
 def rollup_lines(where: str) -> str:
@@ -134,13 +171,11 @@ frozen AS (  -- closed months whose lines were frozen at close
         FROM chargeback_closedperiod WHERE lines_frozen) m
     WHERE ends > %(start)s AND starts < %(end)s
 ),
-spans AS (
-    SELECT {_SPAN_COLUMNS}, category, 1 AS sign, NULL::timestamptz AS booked_at,
-        GREATEST(started_at, %(start)s) AS s, LEAST(%(now)s, %(end)s) AS e
-    FROM chargeback_usageinterval
-    WHERE ended_at IS NULL AND started_at < %(end)s AND started_at < %(now)s{where}  -- the open ones
-    {_adjustment_spans(where)}
+spans AS (  -- the adjustments: few, and an adjustment line can straddle a rate change
+    SELECT * FROM ({_adjustment_spans(where)}) a(team_id, cost_center, cluster, strategy, gpu_model, mig_profile,
+        request_id, devices, num, den, category, sign, booked_at, s, e)
 ),{_pieces("spans", skip_days=" AND NOT " + in_frozen.format(day="b.day"))},
+{_OPEN_CTES.format(where=where, not_frozen="NOT " + in_frozen.format(day="d.day"))},
 rolled AS (
     SELECT ro.team_id, ro.cost_center, ro.cluster, ro.strategy, ro.gpu_model, ro.mig_profile, ro.request_id,
         ro.day, ro.category, COALESCE(r.currency, '') AS currency, r.valid_from AS segment, ro.den,
@@ -151,7 +186,7 @@ rolled AS (
         AND r.valid_from <= ro.day AND r.valid_to > ro.day
     WHERE NOT {in_frozen.format(day="ro.day")}
 ),
-{_PER_DEN.format(sources="SELECT * FROM piece_sums UNION ALL SELECT * FROM rolled")},
+{_PER_DEN.format(sources="SELECT * FROM piece_sums UNION ALL SELECT * FROM open_days UNION ALL SELECT * FROM rolled")},
 {_LINES_CTE.replace("lines AS (", "open_lines AS (")},
 lines AS (
     SELECT * FROM open_lines

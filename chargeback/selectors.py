@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Iterator, Sequence
 
 from django.db import connection
@@ -175,6 +176,33 @@ def report_rows(*, user, start: date, end: date, group_by: Sequence[str], now: d
             return [dict(zip(query.columns, row)) for row in cursor.fetchall()]
         finally:
             cursor.execute("RESET jit")
+
+
+def report_rows_regrouped(rows: Sequence[dict], *, group_by: Sequence[str]) -> list[dict]:
+    """Rows of a finer grouping summed into a coarser one (`group_by` a subset of theirs), as the report would
+    give them: exact seconds and cents added up, hours rounded from the exact sums. Ordered by the group columns."""
+    keys = tuple(c for name in ordered_group_by(group_by) for c in _DIMENSIONS[name][1]) + ("category", "currency")
+    sums: dict[tuple, dict] = {}
+    with localcontext(prec=100):  # exact: the seconds carry 24 decimals
+        for row in rows:
+            total = sums.setdefault(tuple(row[k] for k in keys), {"device_seconds": Decimal(0),
+                                                                   "gpu_equivalent_seconds": Decimal(0), "cost": None})
+            total["device_seconds"] += row["device_seconds"]
+            total["gpu_equivalent_seconds"] += row["gpu_equivalent_seconds"]
+            if row["cost"] is not None:
+                total["cost"] = (total["cost"] or Decimal(0)) + row["cost"]
+        regrouped = []
+        for key, total in sorted(sums.items(), key=lambda item: tuple((v is None, v) for v in item[0])):
+            if not (total["device_seconds"] or total["gpu_equivalent_seconds"] or total["cost"]):
+                continue  # nothing left, as the report's HAVING
+            regrouped.append({**dict(zip(keys, key)), **total,
+                              "device_hours": _hours(total["device_seconds"]),
+                              "gpu_equivalent_hours": _hours(total["gpu_equivalent_seconds"])})
+    return regrouped
+
+
+def _hours(seconds: Decimal) -> Decimal:
+    return (seconds / 3600).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
 
 
 def report_iter(query: ReportQuery, *, chunk_size: int = 2000) -> Iterator[tuple]:

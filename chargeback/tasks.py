@@ -28,17 +28,9 @@ def budget_thresholds_notify() -> list[list[int]]:
 def idle_scan_all() -> list[int]:
     """One idle scan of every enabled cluster that has a prometheus_url (beat: PORTAL_IDLE_SCAN_SECONDS). Each
     scan writes an IdleScan row; a cluster whose Prometheus cannot be reached is recorded and read again next time."""
+    from portal.notices import notices_redispatch
+
     from .idle.services import idle_scan_all as scan_all
 
+    notices_redispatch()  # idle notices are portal notices: resend those a broker outage lost
     return [scan.pk for scan in scan_all()]
-
-
-@shared_task(name="chargeback.idle_notification_deliver", bind=True, ignore_result=True, max_retries=5,
-             default_retry_delay=30)
-def idle_notification_deliver(self, notification_id: int) -> str:
-    from .idle.services import TransientNotice, idle_notification_deliver as deliver
-
-    try:
-        return deliver(notification_id=notification_id)
-    except TransientNotice as exc:
-        raise self.retry(exc=exc, countdown=min(600, 30 * 2 ** self.request.retries)) from exc

@@ -1,11 +1,13 @@
 """Notices to a team by e-mail and its signed webhook, each sent once (see `portal.models.Notice`).
 
-Features above portal (budgets, leases) say what happened with `notice_queue`; delivery is one Celery task per
-notice, after commit. The webhook is signed and sent exactly as the stalled-gang notices are (`portal.webhooks`)."""
+Features above portal (budgets, leases, idle GPUs) say what happened with `notice_queue`; delivery is one Celery
+task per notice, after commit. The webhook is signed and sent exactly as the stalled-gang notices are
+(`portal.webhooks`)."""
 from __future__ import annotations
 
 import json
 import logging
+from typing import Sequence
 
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -23,10 +25,14 @@ class TransientNoticeError(Exception):
     pass
 
 
-def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict) -> list[int]:
+def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict,
+                 recipients: Sequence[str] | None = None) -> list[int]:
     """Queue the notice `key` to the team's e-mail (and the platform team's) and webhook, each channel once, and
-    dispatch delivery after commit. Returns the ids queued now (empty when they were queued before)."""
-    recipients = [a for a in [team.notification_email, *settings.PLATFORM_NOTIFICATION_EMAIL] if a]
+    dispatch delivery after commit. `recipients` replaces those e-mail addresses (an idle notice goes to the
+    requester and the team). Returns the ids queued now (empty when they were queued before)."""
+    if recipients is None:
+        recipients = [team.notification_email, *settings.PLATFORM_NOTIFICATION_EMAIL]
+    recipients = [a for a in recipients if a]
     planned = []
     if recipients:
         planned.append((NoticeChannel.EMAIL, ", ".join(recipients), {"subject": subject, "body": body, "to": recipients}))

@@ -1,5 +1,6 @@
 """Idle GPUs: the policy per workload class, what the portal last measured of each running request, the idle
-episodes it found and the notices it sent about them. Re-exported by chargeback.models."""
+episodes it found and its scans. The notices about an episode are portal notices (portal.models.Notice, key
+"idle:<episode id>"). Re-exported by chargeback.models."""
 from __future__ import annotations
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -7,7 +8,6 @@ from django.db import models
 from django.db.models import Q
 
 from intake.choices import WorkloadClass
-from provisioning.choices import NotificationChannel, NotificationStatus
 
 
 class IdlePolicy(models.Model):
@@ -93,30 +93,6 @@ class IdleAllocation(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.request_id} idle since {self.idle_since:%Y-%m-%d %H:%M}"
-
-
-class IdleNotification(models.Model):
-    """One notice about an idle episode on one channel (e-mail or the team's signed webhook), sent once."""
-
-    allocation = models.ForeignKey(IdleAllocation, on_delete=models.CASCADE, related_name="notifications")
-    channel = models.CharField(max_length=10, choices=NotificationChannel.choices)
-    target = models.TextField(help_text="e-mail addresses (comma-separated) or the webhook URL")
-    payload = models.JSONField(help_text="what is sent: subject and body, or the webhook's JSON")
-    status = models.CharField(max_length=10, choices=NotificationStatus.choices, default=NotificationStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["allocation", "channel"], name="%(app_label)s_%(class)s_once"),
-        ]
-
-    def __str__(self) -> str:
-        return f"idle notice by {self.channel} for #{self.allocation.request_id}: {self.status}"
 
 
 class IdleScan(models.Model):

@@ -1,15 +1,14 @@
 """Idle GPUs: one scan of one cluster (read utilisation from its Prometheus, record it, flag, notify, book idle
-time, release), and the delivery of the notices. Rules are in chargeback.idle.rules; queries in .dcgm."""
+time, release). The notices are portal notices (portal.notices); rules are in chargeback.idle.rules, queries in
+.dcgm."""
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.mail import EmailMessage
 from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -18,14 +17,14 @@ from intake import events
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
 from intake.services import request_transition
-from portal.webhooks import WebhookFailed, webhook_post, webhook_request
-from provisioning.choices import NotificationChannel, NotificationStatus
+from portal.notices import notice_queue
 from provisioning.models import Cluster
 
 from ..choices import Category
 from ..models import UsageInterval
+from ..services import usage_mark_waste
 from . import dcgm, prometheus, rules
-from .models import GpuUtilisation, IdleAllocation, IdleEnd, IdleNotification, IdlePolicy, IdleScan
+from .models import GpuUtilisation, IdleAllocation, IdleEnd, IdlePolicy, IdleScan
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +209,6 @@ def _flag_words(episode: IdleAllocation, rule: rules.IdleRule) -> str:
 
 def _book_idle(episode: IdleAllocation, *, now: datetime) -> None:
     """Book the episode's GPU time since the last booking as `idle` in chargeback (splitting the intervals)."""
-    from ..services import usage_mark_waste
-
     start = episode.marked_until or episode.idle_since
     if now <= start:
         return
@@ -248,8 +245,9 @@ def _request_url(gpu_request: GpuRequest) -> str:
 
 
 def idle_notify(*, allocation: IdleAllocation, rule: rules.IdleRule, now: datetime) -> list[int]:
-    """Queue the notices of one idle episode (the owner's and the team's e-mail, the team webhook), once each, and
-    dispatch their delivery after commit."""
+    """Queue the notices of one idle episode (to the owner's and the team's e-mail, and the team webhook) as
+    portal notices keyed "idle:<episode id>", once each; delivery is dispatched after commit, and a notice whose
+    dispatch a broker outage lost is sent by the notices' redispatch sweep."""
     gpu_request = allocation.request
     team = gpu_request.team
     text = _flag_words(allocation, rule)
@@ -268,69 +266,19 @@ def idle_notify(*, allocation: IdleAllocation, rule: rules.IdleRule, now: dateti
     }  # fmt: skip
     recipients = list(dict.fromkeys(a for a in [getattr(gpu_request.requested_by, "email", ""),
                                                 team.notification_email] if a))
-    planned = []
-    if recipients:
-        body = render_to_string("chargeback/email/gpu_idle.txt", {
-            "gpu_request": gpu_request, "team": team, "text": text, "url": _request_url(gpu_request)})
-        subject = f"[GPU portal] {team.slug}/{gpu_request.name} (request #{gpu_request.pk}): GPUs idle"
-        planned.append((NotificationChannel.EMAIL, ", ".join(recipients),
-                        {"subject": subject, "body": body, "to": recipients}))
-    if team.webhook_url:
-        planned.append((NotificationChannel.WEBHOOK, team.webhook_url, payload))
-    created = []
-    for channel, target, content in planned:
-        notice, new = IdleNotification.objects.get_or_create(
-            allocation=allocation, channel=channel, defaults={"target": target, "payload": content})
-        if new:
-            created.append(notice.pk)
+    body = render_to_string("chargeback/email/gpu_idle.txt", {
+        "gpu_request": gpu_request, "team": team, "text": text, "url": _request_url(gpu_request)})
+    subject = f"[GPU portal] {team.slug}/{gpu_request.name} (request #{gpu_request.pk}): GPUs idle"
+    created = notice_queue(key=idle_notice_key(allocation.pk), team=team, subject=subject, body=body,
+                           payload=payload, recipients=recipients)
     allocation.notified_at = now
     allocation.save(update_fields=["notified_at", "updated_at"])
-    if not planned:
+    if not recipients and not team.webhook_url:
         events.event_note(request=gpu_request, reason="NobodyToNotify",
                           comment="Nobody could be told its GPUs are idle: no e-mail address and no team webhook.")
-    if created:
-        from .. import tasks
-
-        transaction.on_commit(lambda: [tasks.idle_notification_deliver.delay(pk) for pk in created])
     return created
 
 
-class TransientNotice(Exception):
-    """The notice could not be sent now; a later attempt may succeed."""
-
-
-def idle_notification_deliver(*, notification_id: int) -> str:
-    """Send one notice, once (locked while sending, marked sent in the same transaction). A transient failure is
-    recorded and raised for the task to retry; a permanent one marks it failed."""
-    with transaction.atomic():
-        notice = IdleNotification.objects.select_for_update(no_key=True).get(pk=notification_id)
-        if notice.status in (NotificationStatus.SENT, NotificationStatus.FAILED):
-            return "skipped"
-        notice.attempts += 1
-        failure = None
-        try:
-            if notice.channel == NotificationChannel.EMAIL:
-                content = notice.payload
-                EmailMessage(subject=content["subject"], body=content["body"], from_email=settings.DEFAULT_FROM_EMAIL,
-                             to=content["to"]).send(fail_silently=False)
-            else:
-                secret = notice.allocation.request.team.webhook_secret
-                body = json.dumps(notice.payload).encode()
-                webhook_post(webhook_request(url=notice.target, body=body, secret=secret or "", headers={
-                    "X-Portal-Event": "gpu.idle", "X-Portal-Delivery": f"idle-{notice.pk}"}))
-        except WebhookFailed as exc:
-            if not exc.transient:
-                notice.status, notice.message = NotificationStatus.FAILED, str(exc)
-                notice.save()
-                return NotificationStatus.FAILED
-            failure = exc
-        except (OSError, TimeoutError) as exc:  # smtplib errors are OSErrors
-            failure = exc
-        if failure is None:
-            notice.status, notice.sent_at, notice.message = NotificationStatus.SENT, timezone.now(), ""
-            notice.save()
-            return NotificationStatus.SENT
-        notice.status = NotificationStatus.RETRYING
-        notice.message = f"Attempt {notice.attempts} failed: {failure}"
-        notice.save()
-    raise TransientNotice(str(failure)) from failure
+def idle_notice_key(allocation_id: int) -> str:
+    """The key of an idle episode's notices (portal.models.Notice)."""
+    return f"idle:{allocation_id}"

@@ -1,6 +1,7 @@
 """Idle GPUs through a real Prometheus: the fake cluster's pods are collected over HTTPS, a DCGM exporter stub
 serves their utilisation, Debian's Prometheus scrapes it every second, and the portal's scan queries Prometheus
-over HTTP. Given / when / then per test; no sleeps, only bounded polls for samples."""
+over HTTP; the notices' own tests need no Prometheus (an episode, then the beat task). Given / when / then per
+test; no sleeps, only bounded polls for samples."""
 from __future__ import annotations
 
 import csv
@@ -15,9 +16,12 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from chargeback.models import IdleAllocation, IdleNotification, IdlePolicy, IdleScan, RateCard, UsageInterval
+from chargeback.idle.rules import IDLE_DEFAULTS
+from chargeback.idle.services import idle_notify
+from chargeback.models import IdleAllocation, IdlePolicy, IdleScan, RateCard, UsageInterval
 from chargeback.tasks import idle_scan_all, usage_collect
 from intake.models import RequestEvent
+from portal.models import Notice
 from portal.webhooks import secret_generate, signature
 from tests.chargeback.conftest import make_request, pod_for
 from intake.services import request_evaluate
@@ -153,7 +157,9 @@ def test_an_idle_pod_is_flagged_notified_released_where_the_policy_says_and_book
         stamp, _, mac = received.headers["X-Portal-Signature"].partition(",v1=")
         assert mac == signature(secret, int(stamp.removeprefix("t=")), received.raw)
         assert received.body["event"] == "gpu.idle"
-    assert set(IdleNotification.objects.values_list("status", flat=True)) == {"sent"}
+    episodes = IdleAllocation.objects.filter(request__in=[requests["notebook"], requests["server"]])
+    assert set(Notice.objects.values_list("key", "channel", "status")) == {
+        (f"idle:{episode.pk}", channel, "sent") for episode in episodes for channel in ("email", "webhook")}
 
     # Idle GPU time is booked as its own category, from the idle start to the scan.
     server_idle = UsageInterval.objects.get(request=requests["server"], category="idle")
@@ -179,6 +185,116 @@ def test_an_idle_pod_is_flagged_notified_released_where_the_policy_says_and_book
     episode.refresh_from_db()
     assert (episode.end_reason, episode.marked_until) == ("active", booked_until)
     assert RequestEvent.objects.filter(request=requests["server"], reason="IdleEnded").count() == 1
+
+
+@pytest.fixture
+def idle_episode(team_a, engineer, webhook, idle_settings):
+    """A running development request of team A, idle for three hours and flagged now; the team has an e-mail
+    address and a signed webhook, the requester an e-mail address."""
+    team_a.notification_email, team_a.webhook_url, team_a.webhook_secret = ("team-a@example.com", webhook.url,
+                                                                            secret_generate())
+    team_a.save()
+    engineer.email = "eve@example.com"
+    engineer.save()
+    gpu_request = make_request(team_a, engineer, name="notebook")
+    now = timezone.now()
+    return IdleAllocation.objects.create(
+        request=gpu_request, cluster="gpu-east", workload_class="development", idle_since=now - timedelta(hours=3),
+        detected_at=now, threshold_percent=Decimal("5"), peak_utilisation_percent=Decimal("1"))
+
+
+def test_idle_notices_are_portal_notices_sent_once_and_swept_when_their_dispatch_was_lost(
+        idle_episode, webhook, platform_user, eager_celery, django_capture_on_commit_callbacks):
+    """Given an idle episode whose notices were queued but whose dispatch never reached a worker, when the idle
+    scan's beat task runs, then the notices' redispatch sweep sends both (one e-mail to the owner and the team,
+    one signed webhook), each once, and the admin shows them on the episode."""
+    rule = IDLE_DEFAULTS["development"]
+    with django_capture_on_commit_callbacks(execute=False) as lost:
+        queued = idle_notify(allocation=idle_episode, rule=rule, now=idle_episode.detected_at)
+    assert len(queued) == 2 and len(lost) == 1
+    key = f"idle:{idle_episode.pk}"
+    assert set(Notice.objects.values_list("key", "channel", "status")) == {
+        (key, "email", "queued"), (key, "webhook", "queued")}
+    assert idle_notify(allocation=idle_episode, rule=rule, now=timezone.now()) == []  # once per episode
+    assert (len(mail.outbox), len(webhook.received)) == (0, 0)
+
+    Notice.objects.update(created_at=timezone.now() - timedelta(minutes=10))  # older than the sweep waits
+    for _ in range(2):  # the second beat run finds nothing left to send
+        with django_capture_on_commit_callbacks(execute=True):
+            idle_scan_all.apply().get()
+
+    assert set(Notice.objects.values_list("status", "attempts")) == {("sent", 1)}
+    [message] = mail.outbox
+    assert set(message.to) == {"eve@example.com", "team-a@example.com"}
+    assert message.subject == f"[GPU portal] team-a/notebook (request #{idle_episode.request_id}): GPUs idle"
+    [hook] = webhook.received
+    assert hook.body["event"] == "gpu.idle" and hook.body["request"]["id"] == idle_episode.request_id
+    assert hook.headers["X-Portal-Event"] == "gpu.idle"
+    stamp, _, mac = hook.headers["X-Portal-Signature"].partition(",v1=")
+    assert mac == signature(idle_episode.request.team.webhook_secret, int(stamp.removeprefix("t=")), hook.raw)
+
+    admin = Client()
+    admin.force_login(platform_user)
+    page = admin.get(f"/admin/chargeback/idleallocation/{idle_episode.pk}/change/").content.decode()
+    assert "email: sent, webhook: sent" in page and f"/admin/portal/notice/?key=idle%3A{idle_episode.pk}" in page
+    listed = admin.get("/admin/portal/notice/", {"key": key})
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 2
+
+
+def test_an_episode_with_nobody_to_tell_queues_no_notice_and_says_so(idle_episode, webhook):
+    """Given an idle episode of a team with no e-mail address, no webhook and a requester without e-mail, when it is
+    notified, then no notice is queued and the request's history says nobody could be told."""
+    team = idle_episode.request.team
+    team.notification_email, team.webhook_url = "", ""
+    team.save()
+    idle_episode.request.requested_by.email = ""
+    idle_episode.request.requested_by.save()
+
+    assert idle_notify(allocation=idle_episode, rule=IDLE_DEFAULTS["development"], now=timezone.now()) == []
+
+    assert not Notice.objects.exists()
+    assert RequestEvent.objects.filter(request=idle_episode.request, reason="NobodyToNotify").count() == 1
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_migration_moves_idle_notifications_onto_portal_notices_and_back(idle_episode):
+    """Given idle notifications stored before migration 0010 (one sent, one waiting for a retry), when the
+    migration runs, then they are portal notices keyed by their episode, with their times kept and the waiting
+    one queued for the sweep; migrating back restores them."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("chargeback", "0009_idle_gpus")])
+    old_apps = executor.loader.project_state([("chargeback", "0009_idle_gpus")]).apps
+    IdleNotification = old_apps.get_model("chargeback", "IdleNotification")
+    created = timezone.now() - timedelta(days=2)
+    for channel, status, attempts in (("email", "sent", 1), ("webhook", "retrying", 3)):
+        row = IdleNotification.objects.create(
+            allocation_id=idle_episode.pk, channel=channel, target="somewhere", payload={"event": "gpu.idle"},
+            status=status, attempts=attempts, message="", sent_at=created if status == "sent" else None)
+        IdleNotification.objects.filter(pk=row.pk).update(created_at=created)
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+    key = f"idle:{idle_episode.pk}"
+    assert set(Notice.objects.values_list("key", "team_id", "channel", "status", "attempts", "created_at")) == {
+        (key, idle_episode.request.team_id, "email", "sent", 1, created),
+        (key, idle_episode.request.team_id, "webhook", "queued", 3, created)}
+    assert "chargeback_idlenotification" not in connection.introspection.table_names()
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("chargeback", "0009_idle_gpus")])
+    restored = executor.loader.project_state([("chargeback", "0009_idle_gpus")]).apps.get_model(
+        "chargeback", "IdleNotification")
+    assert set(restored.objects.values_list("allocation_id", "channel", "status", "created_at")) == {
+        (idle_episode.pk, "email", "sent", created), (idle_episode.pk, "webhook", "queued", created)}
+    assert not Notice.objects.filter(key=key).exists()
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_idle_hours_are_their_own_line_in_the_report_and_the_csv(idle_fleet, finance_user, eager_celery):
