@@ -81,9 +81,9 @@ def test_the_query_count_is_constant_in_page_size_and_data(api, engineer, team_a
     small = queries(2)
     for i in range(3, 12):
         create(client, f"r{i}")
-    # Token, its last-used stamp (at most once a minute), roles, visible teams, the count and the page: nothing
-    # per request.
-    assert queries(12) == small <= 6
+    # Token, its last-used stamp (at most once a minute), roles with visible teams (one UNION), the count and the
+    # page: nothing per request.
+    assert queries(12) == small <= 5
 
 
 def test_the_ordering_is_served_by_an_index(platform_user, engineer, team_a, inventory):
