@@ -23,5 +23,6 @@ class ChargebackConfig(AppConfig):
 
         from .idle.selectors import rightsizing_get
 
-        # The request page and API show the right-sizing suggestion (intake, the layer below, asks for it).
+        # The request page shows the right-sizing suggestion (intake, the layer below, asks for it); the API action
+        # is chargeback's own (api/request_views.py).
         hooks.request_rightsizing.provide(rightsizing_get)

@@ -7,10 +7,21 @@ from .choices import EventKind
 from .models import GpuRequest, RequestEvent
 
 
+def recorded_events(request: GpuRequest) -> list[RequestEvent]:
+    """The events recorded on this very instance of the request, in order, by the functions below: for a request
+    created in this process, all of them (the answer to a submission shows them without reading them back)."""
+    return request.__dict__.get("_recorded_events", [])
+
+
+def _kept(event: RequestEvent) -> RequestEvent:
+    event.request.__dict__.setdefault("_recorded_events", []).append(event)
+    return event
+
+
 def event_transition(
     *, request: GpuRequest, actor, from_status: str, to_status: str, comment: str = "", reason: str = ""
 ) -> RequestEvent:
-    return RequestEvent.objects.create(
+    return _kept(RequestEvent.objects.create(
         request=request,
         kind=EventKind.TRANSITION,
         actor=actor,
@@ -18,7 +29,7 @@ def event_transition(
         to_status=to_status,
         comment=comment,
         reason=reason,
-    )
+    ))
 
 
 def events_transition_many(*, rows) -> list[RequestEvent]:
@@ -32,7 +43,7 @@ def events_transition_many(*, rows) -> list[RequestEvent]:
 
 
 def event_note(*, request: GpuRequest, comment: str, actor=None, kind: str = EventKind.NOTE, reason: str = "") -> RequestEvent:
-    return RequestEvent.objects.create(request=request, kind=kind, actor=actor, comment=comment, reason=reason)
+    return _kept(RequestEvent.objects.create(request=request, kind=kind, actor=actor, comment=comment, reason=reason))
 
 
 # --- status reconciliation (reconcile) --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from . import views
+from . import request_views, views
 
 router = SimpleRouter()
 router.register("chargeback/rate-cards", views.RateCardViewSet, basename="rate-card")
@@ -10,6 +10,8 @@ router.register("chargeback/adjustments", views.AdjustmentViewSet, basename="adj
 router.register("chargeback/closed-periods", views.ClosedPeriodViewSet, basename="closed-period")
 router.register("chargeback/collections", views.UsageCollectionViewSet, basename="usage-collection")
 router.register("chargeback/budgets", views.BudgetViewSet, basename="budget")
+# /requests/{id}/rightsizing/: beside intake's request routes, under the same name (request-rightsizing).
+router.register("requests", request_views.RequestRightsizingViewSet, basename="request")
 
 urlpatterns = [
     path("chargeback/report/", views.ReportView.as_view(), name="chargeback-report"),

@@ -1,20 +1,16 @@
-"""Thin API views: validate the HTTP shape, call one service or selector, serialize."""
+"""Thin API views: validate the HTTP shape, call one service or selector, serialize. A request's provisioning and
+right-sizing actions (/manifests/, /fit/, /wait/, /rightsizing/) are served at its URLs by the apps above
+(provisioning.api.request_views, chargeback.api.request_views)."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chargeback.api.serializers import RightsizingSerializer
-from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
-from provisioning import selectors as provisioning_selectors
-from provisioning.api.serializers import FitSerializer, WaitSerializer
-
-from .. import hooks, leases, selectors, services
+from .. import leases, selectors, services
 from ..filtersets import RequestFilterSet
 from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
@@ -31,13 +27,6 @@ from .serializers import (
     RequestListQuerySerializer,
     RequestListSerializer,
     RequestSerializer,
-)
-
-
-# The request's Kubernetes objects: a JSON array of objects (their shapes are Kubernetes', not ours).
-KUBERNETES_OBJECTS = OpenApiResponse(
-    response={"type": "array", "items": {"type": "object", "additionalProperties": True}},
-    description="the Kubernetes objects, in the order they are applied",
 )
 
 
@@ -117,43 +106,6 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                               expected_status=data.validated_data.get("expected_status"), **kwargs)
         fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
         return Response(RequestSerializer(fresh).data)
-
-    @extend_schema(
-        responses={(200, "application/json"): KUBERNETES_OBJECTS,
-                   (200, "application/yaml"): YAML_STREAM_RESPONSE},
-        parameters=[OpenApiParameter("format", str, enum=["json", "yaml"], description="yaml: multi-document")],
-        summary="The Kubernetes objects of this request, in the order they are applied",
-    )
-    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, MultiDocumentYAMLRenderer])
-    def manifests(self, request, pk=None):
-        gpu_request = self.get_object()
-        return Response(provisioning_selectors.request_manifests(gpu_request=gpu_request))
-
-    # --- the gang-fit check ---
-    @extend_schema(responses={200: FitSerializer},
-                   summary="Does the request fit its pool node by node: fits_now, fits_after or never, with the "
-                           "projected GPU-hours and the team's quota")
-    @action(detail=True, methods=["get"])
-    def fit(self, request, pk=None):
-        gpu_request = self.get_object()
-        fit = provisioning_selectors.request_fit(gpu_request=gpu_request, user=request.user)
-        return Response(FitSerializer(fit).data)
-
-    @extend_schema(responses={200: WaitSerializer},
-                   summary="Why an approved request is not (fully) running: the schedulers' reasons, what would "
-                           "unblock it, its queue position and an estimated start with its basis")
-    @action(detail=True, methods=["get"])
-    def wait(self, request, pk=None):
-        gpu_request = selectors.request_get_brief(user=request.user, request_id=pk)
-        return Response(WaitSerializer(hooks.request_wait(gpu_request=gpu_request)).data)
-
-    @extend_schema(responses={200: RightsizingSerializer},
-                   summary="Right-sizing from what its GPUs did (Prometheus): the smaller MIG slice that would serve "
-                           "it, the monthly saving, and a pre-filled re-request")
-    @action(detail=True, methods=["get"])
-    def rightsizing(self, request, pk=None):
-        gpu_request = self.get_object()
-        return Response(RightsizingSerializer(hooks.request_rightsizing(gpu_request=gpu_request)).data)
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Approve a pending request (platform team, not the requester); 409 if it moved on")

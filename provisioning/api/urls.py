@@ -1,7 +1,9 @@
 from rest_framework.routers import SimpleRouter
 
-from . import views
+from . import request_views, views
 
 router = SimpleRouter()
 router.register("clusters", views.ClusterViewSet, basename="cluster")
+# /requests/{id}/manifests/, /fit/, /wait/: beside intake's request routes, under the same names (request-fit...).
+router.register("requests", request_views.RequestProvisioningViewSet, basename="request")
 urlpatterns = router.urls

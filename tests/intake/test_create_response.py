@@ -21,3 +21,18 @@ def test_the_create_answer_is_the_stored_request(api, engineer, team_a, inventor
     read = client.get(f"/api/v1/requests/{created.json()['id']}/")
 
     assert created.json() == read.json()
+
+
+def test_a_create_held_for_review_answers_with_its_note_as_read(api, engineer, team_a, inventory):
+    """No quota on the strategy: the rule's automatic approval does not hold, and the submission records why beside
+    its transition. The answer shows both events, built without reading them back, exactly as a read shows them."""
+    client = api(engineer)
+    created = client.post("/api/v1/requests/", {"team": "team-a", "name": "held", "answers": DEVELOPMENT},
+                          format="json")
+    assert created.status_code == 201 and created.json()["status"] == "pending_approval"
+    assert [(e["kind"], e["to_status"]) for e in created.json()["events"]] == [
+        ("transition", "pending_approval"), ("note", "")]
+
+    read = client.get(f"/api/v1/requests/{created.json()['id']}/")
+
+    assert created.json() == read.json()
