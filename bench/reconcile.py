@@ -205,7 +205,7 @@ def measure(label: str, func, *, rounds: int = 1):
 
 def configuration(count: int, per_request: int, rounds: int) -> dict:
     from provisioning.models import Cluster, GangStall
-    from provisioning.reconciliation import status_reconcile
+    from provisioning.reconcile import status_reconcile
     from tests.provisioning.reconcile import pods as k8s
 
     requests, pods = make_requests(count, per_request)

@@ -16,7 +16,6 @@ KEPT_WHOLE = re.compile(r"# Kept whole: \S.{20,}")  # the reason, in words, not 
 STILL_TO_SPLIT = {
     "intake/api/serializers.py",
     "provisioning/discovery.py",
-    "provisioning/reconciliation.py",
     "provisioning/selectors.py",
 }
 
