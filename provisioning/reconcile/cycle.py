@@ -3,9 +3,9 @@ cluster's pods to the requests on it: events, status changes, since when a reque
 
 `status_reconcile(cluster=, pods=, now=)` takes a fixed number of queries whatever the number of pods (load the
 active requests, the policies, the open stalls and the known event keys; insert the new events in one
-statement). Plain status changes go through `intake.services.request_transition_many` (a few statements per
-batch of requests); a change that also opens or closes a stall, or tears objects down, goes through
-`request_transition` with its stall bookkeeping (`stalls`), a few statements per request.
+statement), and the requests that change cost a few statements per batch of `WRITE_BATCH`, whatever the batch
+holds: status changes through `intake.services.request_transition_many`, then their stall records, events and
+notices (`stalls`) in bulk.
 """
 from __future__ import annotations
 
@@ -22,13 +22,12 @@ from intake import events
 from intake.choices import RequestStatus, WorkloadClass
 from intake.models import GpuRequest
 from intake.services import TransitionChange, request_transition_many
-from portal.errors import Conflict
 
 from ..choices import JobKind
 from ..models import Cluster, GangPolicy, GangStall, ProvisioningJob
 from .facts import facts_by_request
 from .rules import RECONCILED_STATUSES, Assessment, RequestContext, Thresholds, assess
-from .stalls import _apply, _close_orphan_stalls, _segment_changed
+from .stalls import _close_orphan_stalls, _segment_changed, stalls_write
 
 logger = logging.getLogger(__name__)
 
@@ -135,36 +134,25 @@ def status_reconcile(*, cluster: Cluster, pods: Iterable[Mapping[str, Any]], now
 
     writes = [(r, assessments[r.pk], stalls.pop(r.pk, None)) for r in requests]
     writes = [(r, a, stall) for r, a, stall in writes if _needs_write(a, stall)]
-    # A plain status change (no stall to open or close, nothing to tear down) goes through the batch form of the
-    # one transition service: a few statements for the whole batch, not five per request.
-    simple = [(r, a) for r, a, stall in writes if stall is None and _plain_transition(a)]
-    writes = [(r, a, stall) for r, a, stall in writes if not (stall is None and _plain_transition(a))]
-    for start in range(0, len(simple), WRITE_BATCH):
-        batch = simple[start:start + WRITE_BATCH]
-        changed, refused = request_transition_many(changes=[
-            TransitionChange(request_id=r.pk, to_status=a.target, comment=a.comment, reason=a.reason)
-            for r, a in batch
-        ])
-        for pk, why in refused.items():  # cancelled (or otherwise moved on) since we loaded it: nothing to do
-            logger.info("request %s changed while reconciling: %s", pk, why)
-        done = set(changed)
-        outcome.transitions.extend((r.pk, a.current, a.target) for r, a in batch if r.pk in done)
     # Requests that change are written in batches, one transaction (one commit) per batch, so row locks are held
-    # briefly. A request cancelled meanwhile skips only itself: `request_transition` (the first write of `_apply`)
-    # runs in its own savepoint and raises Conflict before anything else is written for that request.
+    # briefly, and in a few statements per batch whatever its size: first the status changes (the batch form of
+    # the one transition service, which locks and checks each row), then the stall bookkeeping of the requests
+    # whose change went through or that had none to make. A request cancelled meanwhile skips only itself.
+    release_after = {workload_class: t.release_after for workload_class, t in thresholds.items()}
     for start in range(0, len(writes), WRITE_BATCH):
+        batch = writes[start:start + WRITE_BATCH]
         with transaction.atomic():
-            for gpu_request, assessment, stall in writes[start:start + WRITE_BATCH]:
-                try:
-                    opened, closed = _apply(gpu_request, assessment, stall, cluster=cluster, now=now,
-                                            release_after=thresholds[gpu_request.workload_class].release_after)
-                except Conflict as exc:  # cancelled (or otherwise moved on) since we loaded it: nothing to do
-                    logger.info("request %s changed while reconciling: %s", gpu_request.pk, exc)
-                    continue
-                if assessment.changed:
-                    outcome.transitions.append((gpu_request.pk, assessment.current, assessment.target))
-                outcome.stalls_opened += opened
-                outcome.stalls_closed += closed
+            changes = [TransitionChange(request_id=r.pk, to_status=a.target, comment=a.comment, reason=a.reason)
+                       for r, a, _ in batch if a.changed]
+            changed, refused = request_transition_many(changes=changes) if changes else ([], {})
+            for pk, why in refused.items():  # cancelled (or otherwise moved on) since we loaded it: nothing to do
+                logger.info("request %s changed while reconciling: %s", pk, why)
+            done = set(changed)
+            live = [(r, a, stall) for r, a, stall in batch if not a.changed or r.pk in done]
+            opened, closed = stalls_write(live, cluster=cluster, now=now, release_after=release_after)
+        outcome.transitions.extend((r.pk, a.current, a.target) for r, a, _ in live if a.changed)
+        outcome.stalls_opened += opened
+        outcome.stalls_closed += closed
     # Open stalls left over belong to requests no longer reconciled here (cancelled, or finished elsewhere).
     if request_ids is None and stalls:
         outcome.stalls_closed += _close_orphan_stalls(list(stalls.values()), now=now)
@@ -192,10 +180,6 @@ def _pods_missing_update(requests: list[GpuRequest], assessments: dict[int, Asse
         ids = [pk for pks in missing.values() for pk in pks]
         GpuRequest.objects.filter(pk__in=ids).update(pods_missing_since=Case(
             *(When(pk__in=pks, then=Value(since)) for since, pks in missing.items())))
-
-
-def _plain_transition(assessment: Assessment) -> bool:
-    return assessment.changed and assessment.target != RequestStatus.STALLED and not assessment.teardown
 
 
 def _needs_write(assessment: Assessment, stall: GangStall | None) -> bool:

@@ -3,6 +3,7 @@ it after commit, and deliver it once (`gang_notification_deliver`, run by the ta
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -13,6 +14,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from intake import events
+from intake.choices import EventKind
 from intake.models import GpuRequest
 from portal.dispatch import send_now
 from portal.models import Team
@@ -59,16 +61,32 @@ def _payload(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: str,
     }
 
 
-def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: str, now: datetime,
-                release_after: timedelta | None = None) -> list[int]:
-    """Queue the notices of one stall event (team and platform e-mail, team webhook), each at most once, and
-    dispatch their delivery after commit. Returns the ids of the notices queued now."""
+@dataclass(frozen=True)
+class StallNotice:
+    """One stall event to tell people about: its stall (saved), request, kind (stalled or released) and words."""
+
+    stall: GangStall
+    gpu_request: GpuRequest
+    kind: str
+    text: str
+    release_after: timedelta | None = None
+
+
+NOBODY_TO_NOTIFY = ("Nobody could be notified: the team has no notification e-mail or webhook and "
+                    "PLATFORM_NOTIFICATION_EMAIL is empty.")
+
+
+def _planned(notice: StallNotice, *, now: datetime) -> list[tuple[str, str, dict]]:
+    """The notices of one stall event: (channel, target, content) for the team's and the platform's e-mail and
+    the team's webhook, whichever are set."""
+    stall, gpu_request, kind, text = notice.stall, notice.gpu_request, notice.kind, notice.text
     payload = _payload(stall=stall, gpu_request=gpu_request, kind=kind, text=text, now=now)
     team = gpu_request.team
     recipients = [a for a in [team.notification_email, *settings.PLATFORM_NOTIFICATION_EMAIL] if a]
     title = "stalled" if kind == NotificationKind.STALLED else "released after stalling"
     planned = []
     if recipients:
+        release_after = notice.release_after
         body = render_to_string(f"provisioning/email/gang_{kind}.txt", {
             "gpu_request": gpu_request, "team": team, "stall": stall, "text": text, "payload": payload,
             "url": _request_url(gpu_request), "burnt_hours": decimal_words(stall.burnt_gpu_hours(now)),
@@ -82,20 +100,34 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
                         {"subject": subject, "body": body, "to": recipients}))
     if team.webhook_url:
         planned.append((NotificationChannel.WEBHOOK, team.webhook_url, payload))
-    created = []
-    for channel, target, content in planned:
-        notification, new = GangNotification.objects.get_or_create(
-            stall=stall, kind=kind, channel=channel, defaults={"target": target, "payload": content}
-        )
-        if new:
-            created.append(notification.pk)
-    if kind == NotificationKind.STALLED and stall.notified_at is None:
-        stall.notified_at = now
-        stall.save(update_fields=["notified_at", "updated_at"])
-    if not planned:
-        events.event_note(request=gpu_request, reason="NobodyToNotify",
-                          comment="Nobody could be notified: the team has no notification e-mail or webhook and "
-                                  "PLATFORM_NOTIFICATION_EMAIL is empty.")
+    return planned
+
+
+def gang_notify_many(*, notices: list[StallNotice], now: datetime) -> list[int]:
+    """Queue the notices of many stall events, each notice at most once (per stall, kind and channel), in a few
+    statements whatever their number, and dispatch their delivery after commit. A stalled notice marks its stall
+    notified. Returns the ids of the notices queued now."""
+    if not notices:
+        return []
+    existing = set(GangNotification.objects.filter(stall__in=[n.stall.pk for n in notices]).values_list(
+        "stall_id", "kind", "channel"))
+    rows, nobody, notified = [], [], []
+    for notice in notices:
+        planned = _planned(notice, now=now)
+        rows.extend(GangNotification(stall=notice.stall, kind=notice.kind, channel=channel, target=target,
+                                     payload=content)
+                    for channel, target, content in planned
+                    if (notice.stall.pk, notice.kind, channel) not in existing)
+        if notice.kind == NotificationKind.STALLED and notice.stall.notified_at is None:
+            notice.stall.notified_at, notice.stall.updated_at = now, timezone.now()
+            notified.append(notice.stall)
+        if not planned:
+            nobody.append((notice.gpu_request, EventKind.NOTE, "NobodyToNotify", NOBODY_TO_NOTIFY))
+    created = [n.pk for n in GangNotification.objects.bulk_create(rows)] if rows else []
+    if notified:
+        GangStall.objects.bulk_update(notified, ["notified_at", "updated_at"])
+    if nobody:
+        events.events_note_many(rows=nobody)
     if created:
         from .. import tasks
 
@@ -105,6 +137,13 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
 
         transaction.on_commit(dispatch)
     return created
+
+
+def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: str, now: datetime,
+                release_after: timedelta | None = None) -> list[int]:
+    """Queue the notices of one stall event (team and platform e-mail, team webhook), each at most once, and
+    dispatch their delivery after commit. Returns the ids of the notices queued now."""
+    return gang_notify_many(notices=[StallNotice(stall, gpu_request, kind, text, release_after)], now=now)
 
 
 def gang_notification_dispatch(notification_id: int, task) -> bool:
