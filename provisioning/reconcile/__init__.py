@@ -5,7 +5,7 @@ The pure part imports nothing from Django (tests/provisioning/reconcile/test_pur
 - `facts`: pods -> facts; `rules`: facts -> the status, plain-words events and the state of a gang;
   `words`: what a pod's state says, in plain words.
 The Django part:
-- `cycle`: one cycle, `status_reconcile(cluster=, pods=, now=)`; `stalls`: stalled-gang records;
+- `cycle`: one cycle, `status_reconcile(cluster=, pods=, now=)`; `stalls`: stalled-gang records, in bulk;
 - `notifications`: stalled-gang notices, queued once and delivered once;
 - `watch`: the per-cluster list/watch loop, `cluster_status_reconcile(cluster_id=)`, and beat's fan-out.
 
@@ -41,6 +41,9 @@ _DJANGO_SIDE = {
     "gang_notification_dispatch": "notifications",
     "gang_notification_fail": "notifications",
     "gang_notify": "notifications",
+    "gang_notify_many": "notifications",
+    "StallNotice": "notifications",
+    "stalls_write": "stalls",
     "PodCache": "watch",
     "RunOutcome": "watch",
     "cluster_status_reconcile": "watch",
@@ -67,6 +70,7 @@ __all__ = [
     "PodFact",
     "RequestContext",
     "RunOutcome",
+    "StallNotice",
     "Thresholds",
     "TransientDeliveryError",
     "assess",
@@ -79,10 +83,12 @@ __all__ = [
     "gang_notification_dispatch",
     "gang_notification_fail",
     "gang_notify",
+    "gang_notify_many",
     "gang_state",
     "pod_events",
     "pod_fact",
     "request_id_of",
     "status_reconcile",
     "status_reconcile_all",
+    "stalls_write",
 ]
