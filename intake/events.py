@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import connection
+from django.utils import timezone
+
 from .choices import EventKind
 from .models import GpuRequest, RequestEvent
 
@@ -46,6 +49,14 @@ def event_note(*, request: GpuRequest, comment: str, actor=None, kind: str = Eve
     return _kept(RequestEvent.objects.create(request=request, kind=kind, actor=actor, comment=comment, reason=reason))
 
 
+def events_note_many(*, rows) -> list[RequestEvent]:
+    """Notes of a batch of requests, in one insert. `rows`: (request, kind, reason, comment)."""
+    return RequestEvent.objects.bulk_create(
+        RequestEvent(request=request, kind=kind, comment=comment, reason=reason)
+        for request, kind, reason, comment in rows
+    )
+
+
 # --- status reconciliation (reconcile) --------------------------------------------------------------------------
 
 
@@ -64,13 +75,31 @@ def events_cluster_record(*, items: Iterable[tuple[int, str, str, str]]) -> int:
             "request_id", "dedupe_key"
         )
     )
-    new = [
-        RequestEvent(request_id=request_id, kind=EventKind.CLUSTER, dedupe_key=key, reason=reason[:63], comment=comment)
-        for (request_id, key), (reason, comment) in candidates.items()
-        if (request_id, key) not in existing
-    ]
-    if new:
-        RequestEvent.objects.bulk_create(new, ignore_conflicts=True)
-    return len(new)
+    new = [(request_id, key, reason[:63], comment) for (request_id, key), (reason, comment) in candidates.items()
+           if (request_id, key) not in existing]
+    if not new:
+        return 0
+    return _cluster_events_insert(new)
+
+
+def _cluster_events_insert(rows: list[tuple[int, str, str, str]]) -> int:
+    """One INSERT ... SELECT FROM unnest(arrays) for any number of events: four array parameters instead of eight
+    per row, and no model instance per event (on a busy cluster's first cycle that is tens of thousands). A row a
+    concurrent cycle inserted first is skipped (ON CONFLICT DO NOTHING, the unique dedupe key); returns how many
+    were inserted."""
+    meta = RequestEvent._meta
+    quote = connection.ops.quote_name
+    column = {name: quote(meta.get_field(name).column) for name in (
+        "request", "kind", "dedupe_key", "reason", "comment", "at", "from_status", "to_status")}
+    request_ids, keys, reasons, comments = (list(values) for values in zip(*rows, strict=True))
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(column.values())}) "
+        "SELECT n.request_id, %s, n.dedupe_key, n.reason, n.comment, %s, '', '' "
+        "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS n(request_id, dedupe_key, reason, comment) "
+        "ON CONFLICT DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [EventKind.CLUSTER, timezone.now(), request_ids, keys, reasons, comments])
+        return cursor.rowcount
 
 

@@ -111,7 +111,7 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
     from provisioning.admission import admission_checks_sync
     from provisioning.inventory import inventory_sync, team_quota_set
     from provisioning.models import Cluster, RequestWait
-    from provisioning.reconciliation import cluster_status_reconcile
+    from provisioning.reconcile import cluster_status_reconcile
     from provisioning.waits import refresh_candidates, request_wait_refresh
 
     cluster = Cluster.objects.get(name=cluster_name)

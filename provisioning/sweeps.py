@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from .choices import JobKind, JobStatus, NotificationStatus
 from .models import GangNotification, ProvisioningJob
-from .reconciliation import gang_notification_dispatch, gang_notification_fail
+from .reconcile.notifications import gang_notification_dispatch, gang_notification_fail
 from .services import JOB_LOCK_NAMESPACE, allocation_fail, dispatch_job
 
 logger = logging.getLogger(__name__)

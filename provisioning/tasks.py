@@ -138,9 +138,9 @@ NOTIFY_MAX_ATTEMPTS = 6
 @shared_task(name="provisioning.status_reconcile_all")
 def status_reconcile_all() -> int:
     """Beat: dispatch one reconciliation run per enabled cluster."""
-    from . import reconciliation
+    from .reconcile import watch
 
-    return len(reconciliation.status_reconcile_all())
+    return len(watch.status_reconcile_all())
 
 
 @shared_task(name="provisioning.cluster_status_reconcile", acks_late=False,
@@ -149,9 +149,9 @@ def status_reconcile_all() -> int:
 def cluster_status_reconcile(cluster_id: int) -> str:
     """List or resume the watch of one cluster's pods and reconcile its requests. Not retried: the next beat is
     the retry, and acknowledged early: a run lost with its worker is simply the next run."""
-    from . import reconciliation
+    from .reconcile import watch
 
-    outcome = reconciliation.cluster_status_reconcile(cluster_id=cluster_id)
+    outcome = watch.cluster_status_reconcile(cluster_id=cluster_id)
     if outcome.status == "error":
         logger.warning("status reconciliation: %s", outcome.summary())
     return outcome.summary()
@@ -160,15 +160,15 @@ def cluster_status_reconcile(cluster_id: int) -> str:
 @shared_task(bind=True, name="provisioning.gang_notification_deliver", max_retries=NOTIFY_MAX_ATTEMPTS,
              acks_late=True)
 def gang_notification_deliver(self, notification_id: int) -> str:
-    from . import reconciliation
+    from .reconcile import notifications
 
     try:
-        return reconciliation.gang_notification_deliver(notification_id=notification_id)
-    except reconciliation.TransientDeliveryError as exc:
+        return notifications.gang_notification_deliver(notification_id=notification_id)
+    except notifications.TransientDeliveryError as exc:
         attempt = self.request.retries + 1
         if attempt >= NOTIFY_MAX_ATTEMPTS:
-            reconciliation.gang_notification_fail(notification_id=notification_id,
-                                                  message=f"Gave up after {attempt} attempts: {exc}")
+            notifications.gang_notification_fail(notification_id=notification_id,
+                                                 message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
         raise self.retry(countdown=_backoff(attempt, None), exc=exc)
 

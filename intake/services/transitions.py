@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import transaction
-from django.db.models import Case, Value, When
+from django.db import connection, transaction
 from django.utils import timezone
 
 from portal.errors import Conflict
@@ -70,11 +69,7 @@ def request_transition_many(*, changes: list[TransitionChange], actor=None) -> t
     if not allowed:
         return [], refused
     now = timezone.now()
-    GpuRequest.objects.filter(pk__in=[r.pk for r, _, _ in allowed]).update(
-        status=Case(*(When(pk=r.pk, then=Value(c.to_status)) for r, _, c in allowed)),
-        status_changed_at=now,
-        updated_at=now,
-    )
+    _status_update_many([(r.pk, c.to_status) for r, _, c in allowed], now=now)
     events.events_transition_many(
         rows=[(r, actor, from_status, c.to_status, c.comment, c.reason) for r, from_status, c in allowed]
     )
@@ -82,6 +77,19 @@ def request_transition_many(*, changes: list[TransitionChange], actor=None) -> t
         gpu_request.status, gpu_request.status_changed_at = change.to_status, now
         _schedule_follow_up(gpu_request, from_status=from_status, to_status=change.to_status)
     return [r.pk for r, _, _ in allowed], refused
+
+
+def _status_update_many(rows: list[tuple[int, str]], *, now) -> None:
+    """Each request its new status, in one UPDATE ... FROM (VALUES ...): one row per request, whatever the batch
+    size (a CASE over the ids grows a branch per request and costs more to build and to plan)."""
+    table = connection.ops.quote_name(GpuRequest._meta.db_table)
+    values = ", ".join(["(%s::bigint, %s)"] * len(rows))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS r SET status = v.status, status_changed_at = %s, updated_at = %s "
+            f"FROM (VALUES {values}) AS v(id, status) WHERE r.id = v.id",
+            [now, now, *(value for row in rows for value in row)],
+        )
 
 
 def check_expected(gpu_request: GpuRequest, expected_from: str | None) -> None:

@@ -1,5 +1,5 @@
 """Status reconciliation and stalled gangs: gang policies, stalls, their notifications and each cluster's
-reconciliation state. The rules live in provisioning/reconcile/ (pure); the services in provisioning/reconciliation.py."""
+reconciliation state. provisioning/reconcile/ holds the rules (pure) and the services that apply them."""
 from __future__ import annotations
 
 from decimal import Decimal

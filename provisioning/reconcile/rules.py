@@ -127,9 +127,13 @@ def duration_words(delta: timedelta) -> str:
     return f"{days} d {rest} h" if rest else f"{days} d"
 
 
+def decimal_words(value: Decimal) -> str:
+    """12.500000 -> "12.5", 10.000000 -> "10" (never "1E+1")."""
+    return f"{value.normalize():f}" if value else "0"
+
+
 def equivalents_words(value: Decimal) -> str:
-    text = f"{value.normalize():f}" if value else "0"
-    return f"{text} GPU-equivalent{'' if value == 1 else 's'}"
+    return f"{decimal_words(value)} GPU-equivalent{'' if value == 1 else 's'}"
 
 
 def _pending_reason(pod: PodFact) -> tuple[str, str]:

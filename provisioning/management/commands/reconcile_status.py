@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from provisioning.models import Cluster
-from provisioning.reconciliation import cluster_status_reconcile
+from provisioning.reconcile import cluster_status_reconcile
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ import pytest
 
 from intake.choices import RequestStatus
 from intake.services import request_approve, request_submit, request_transition
-from provisioning import reconciliation
+from provisioning.reconcile import watch
 from provisioning.selectors import request_manifests
 from tests.provisioning.reconcile import pods as k8s
 from tests.support.webhook import start_receiver
@@ -26,9 +26,9 @@ def minutes(n: float) -> datetime:
 
 @pytest.fixture(autouse=True)
 def _fresh_pod_caches():
-    reconciliation._POD_CACHES.clear()
+    watch._POD_CACHES.clear()
     yield
-    reconciliation._POD_CACHES.clear()
+    watch._POD_CACHES.clear()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from provisioning.models import Cluster
-from provisioning.reconciliation import status_reconcile
+from provisioning.reconcile import status_reconcile
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
 

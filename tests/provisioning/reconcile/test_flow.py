@@ -13,7 +13,7 @@ from django.test import Client
 
 from intake.models import GpuRequest
 from provisioning.models import ClusterReconcileState, GangNotification, GangStall, ProvisioningJob
-from provisioning.reconciliation import cluster_status_reconcile
+from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import Clock, minutes, move, seed
@@ -257,7 +257,7 @@ def test_a_failed_list_is_recorded_and_changes_nothing(applied, east_on_fake, fa
 
 
 def test_two_runs_never_reconcile_the_same_cluster_at_once(applied, east_on_fake, fake_kube):
-    from provisioning.reconciliation import _lock
+    from provisioning.reconcile.watch import _lock
 
     applied()
     held = _lock(east_on_fake, ttl=30)

@@ -10,7 +10,7 @@ from django.core import mail
 from django.utils import timezone
 
 from provisioning.models import Cluster, GangNotification
-from provisioning.reconciliation import status_reconcile
+from provisioning.reconcile import status_reconcile
 from provisioning.tasks import NOTIFY_MAX_ATTEMPTS, gang_notification_sweep
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of

@@ -13,7 +13,7 @@ from intake.models import GpuRequest, RequestEvent
 from intake.services import request_cancel
 from provisioning.inventory import cluster_declare
 from provisioning.models import Cluster, GangNotification, GangPolicy, GangStall
-from provisioning.reconciliation import status_reconcile
+from provisioning.reconcile import status_reconcile
 from tests.conftest import VALID_ANSWERS
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of, workload
@@ -230,17 +230,17 @@ def test_pods_of_requests_the_portal_no_longer_reconciles_are_ignored(provision,
 
 
 def test_a_request_cancelled_while_the_cycle_runs_skips_only_itself(provision, east, engineer, monkeypatch):
-    from provisioning import reconciliation
+    from provisioning.reconcile import cycle as reconcile_cycle
 
     first, second = provision("first"), provision("second")
-    loaded = reconciliation._active_requests
+    loaded = reconcile_cycle._active_requests
 
     def load_then_cancel(cluster, request_ids):
         requests = loaded(cluster, request_ids)  # as the cycle saw them...
         request_cancel(user=engineer, request_id=first.pk)  # ...then the engineer cancels one
         return requests
 
-    monkeypatch.setattr(reconciliation, "_active_requests", load_then_cancel)
+    monkeypatch.setattr(reconcile_cycle, "_active_requests", load_then_cancel)
     pods = [k8s.moved(p, k8s.running(p, f"gpu-h100-0{i}", minutes(1)))
             for r in (first, second) for i, p in enumerate(pods_of(r))]
     outcome = cycle(east, pods, minutes(2))

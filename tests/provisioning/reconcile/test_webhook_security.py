@@ -14,7 +14,7 @@ from django.test import Client
 
 from portal.models import Team
 from provisioning.models import Cluster, GangNotification
-from provisioning.reconciliation import status_reconcile
+from provisioning.reconcile import status_reconcile
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
 from tests.support.admin import change_form_data
