@@ -12,6 +12,7 @@ from django.utils import timezone
 from portal.dispatch import send_after_commit, send_now
 
 from gpu.catalogue import load_catalogue
+from gpu.pools import PoolSpec
 
 from . import discovery, renderability
 from .choices import Applier, PoolSource, SchedulingModel
@@ -130,8 +131,8 @@ def inventory_sync(*, cluster: Cluster) -> SyncOutcome:
     return inventory_record(cluster_id=cluster.pk, observation=observation)
 
 
-def _declared(pool: NodePool) -> discovery.DeclaredPool:
-    return discovery.DeclaredPool(
+def _declared(pool: NodePool) -> PoolSpec:
+    return PoolSpec(
         name=pool.name, gpu_model=pool.gpu_model.key, node_count=pool.node_count, gpus_per_node=pool.gpus_per_node,
         sharing_mode=pool.sharing_mode, mig_strategy=pool.mig_strategy, mig_layout=pool.mig_layout,
         time_slicing_replicas=pool.time_slicing_replicas, time_slicing_renamed=pool.time_slicing_renamed,

@@ -27,7 +27,6 @@ from __future__ import annotations
 from .capacity import NodeCapacityRow, capacity_by_strategy, equivalents_per_unit, key_profile, key_strategy
 from .discrepancies import cluster_discrepancies, pool_discrepancies
 from .grouping import (
-    DeclaredPool,
     DiscoveredGroup,
     Grouping,
     as_declared,
@@ -57,7 +56,7 @@ from .resources import (
 from .summary import summarise_pool
 
 __all__ = [
-    "NodeFacts", "PodUse", "DeclaredPool", "DiscoveredGroup", "Grouping", "NodeCapacityRow", "parse_node",
+    "NodeFacts", "PodUse", "DiscoveredGroup", "Grouping", "NodeCapacityRow", "parse_node",
     "parse_pods", "dra_devices_by_node", "dra_device_keys", "device_classes", "group_nodes", "as_declared", "usable_for",
     "summarise_pool", "pool_discrepancies", "cluster_discrepancies", "capacity_by_strategy", "key_strategy",
     "key_profile", "equivalents_per_unit", "pool_name", "selector_matches",

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpu.catalogue import Catalogue
+from gpu.pools import PoolSpec
 from gpu.vocabulary import REPLICATED
 from portal.text import plural
 
-from .grouping import DeclaredPool, usable_for
+from .grouping import usable_for
 from .nodes import NodeFacts
 from .resources import BOTH, DEVICE_PLUGIN, DRA, MIG
 from .summary import product_label, version_key
@@ -26,7 +27,7 @@ def _nodes_where(nodes: Sequence[NodeFacts], predicate) -> str:
     return shown
 
 
-def pool_discrepancies(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Catalogue,
+def pool_discrepancies(pool: PoolSpec, nodes: Sequence[NodeFacts], catalogue: Catalogue,
                        overlaps: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
     """Where the declared pool and its nodes disagree, field by field, in plain words. Declared values are never
     changed; the summary used for placement counts only the nodes that serve the declaration."""

@@ -5,33 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from gpu.pools import PoolSpec
 from gpu.vocabulary import MPS, REPLICATED
 
 from .nodes import NodeFacts
 from .resources import DEVICE_PLUGIN, DRA, EXCLUSIVE, MIG, TIME_SLICING
-
-
-@dataclass(frozen=True)
-class DeclaredPool:
-    """What the platform team declared, as plain values (mirrors NodePool)."""
-
-    name: str
-    gpu_model: str
-    node_count: int
-    gpus_per_node: int
-    sharing_mode: str
-    mig_strategy: str = "mixed"
-    mig_layout: str = ""
-    time_slicing_replicas: int | None = None
-    time_slicing_renamed: bool = True
-    device_plugin_config: str = ""
-    driver_version: str = ""
-    nvlink_domain: str = ""
-    node_selector: dict[str, str] = field(default_factory=dict)
-    scheduling_model: str = DEVICE_PLUGIN  # effective (the pool's, else the cluster's)
 
 
 @dataclass(frozen=True)
@@ -85,7 +66,7 @@ def _layout_part(facts: NodeFacts) -> str:
     return ""
 
 
-def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[DeclaredPool], *,
+def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[PoolSpec], *,
                 pool_label: str = "gpu-portal.io/pool") -> Grouping:
     """Assign GPU nodes to declared pools by selector, and group the rest into discovered pools (module doc)."""
     by_declared: dict[str, list[NodeFacts]] = {p.name: [] for p in declared}
@@ -167,9 +148,9 @@ def most_common(values: Iterable[Any]) -> Any:
     return sorted(counted.items(), key=lambda item: (-item[1], str(item[0])))[0][0]
 
 
-def as_declared(group: DiscoveredGroup) -> DeclaredPool:
+def as_declared(group: DiscoveredGroup) -> PoolSpec:
     """A discovered group seen as the pool row the sync writes for it (what rendering will use)."""
-    return DeclaredPool(
+    return PoolSpec(
         name=group.name, gpu_model=group.gpu_model, node_count=len(group.nodes),
         gpus_per_node=max((n.gpu_count for n in group.nodes), default=0) or 1, sharing_mode=group.sharing_mode,
         mig_strategy=group.mig_strategy, mig_layout=group.mig_layout,
@@ -179,7 +160,7 @@ def as_declared(group: DiscoveredGroup) -> DeclaredPool:
     )  # fmt: skip
 
 
-def usable_for(pool: DeclaredPool, facts: NodeFacts) -> bool:
+def usable_for(pool: PoolSpec, facts: NodeFacts) -> bool:
     """Does this node serve what the pool's objects are rendered for: the sharing mode, the MIG strategy, the
     time-slicing resource name and the scheduling model? (The GPU model is taken from the nodes.)"""
     if facts.gpu_model is None or facts.sharing_mode != pool.sharing_mode:

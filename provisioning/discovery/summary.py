@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpu.catalogue import Catalogue, base_product
+from gpu.pools import PoolSpec
 
-from .grouping import DeclaredPool, most_common, usable_for
+from .grouping import most_common, usable_for
 from .nodes import NodeFacts
 from .resources import DRIVER_MAJOR_LABEL
 
@@ -16,7 +17,7 @@ def version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
-def summarise_pool(pool: DeclaredPool, nodes: Sequence[NodeFacts], catalogue: Catalogue) -> dict[str, Any]:
+def summarise_pool(pool: PoolSpec, nodes: Sequence[NodeFacts], catalogue: Catalogue) -> dict[str, Any]:
     """What the pool's nodes offer, for the decision function and the API (JSON-ready). Capacity figures count only
     the usable nodes (see `usable_for`) of the most common GPU model among them."""
     usable = [n for n in nodes if usable_for(pool, n)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db.models import Subquery
 
 from gpu.catalogue import load_catalogue
-from intake.decisions import ClusterSpec, Inventory, PoolSpec
+from gpu.pools import PoolSpec
+from intake.decisions import ClusterSpec, Inventory
 
 from ..choices import SharingMode
 from ..dra_inputs import decided_replicas, dra_extended_resources
