@@ -135,7 +135,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Propose MIG layout changes for the selected clusters", permissions=["change"])
     def propose_mig_plan(self, request, queryset):
-        from .mig import mig_plan_propose
+        from .mig_plans import mig_plan_propose
 
         for cluster in queryset:
             try:
@@ -311,7 +311,7 @@ class MigPlanAdmin(PlatformAdminMixin, admin.ModelAdmin):
     @admin.action(description="Approve the selected plans (execution starts: nodes are cordoned)",
                   permissions=["change"])
     def approve_plans(self, request, queryset):
-        from .mig import mig_plan_approve
+        from .mig_plans import mig_plan_approve
 
         for plan in queryset:
             try:
@@ -322,7 +322,7 @@ class MigPlanAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected plans (only before they start)", permissions=["change"])
     def cancel_plans(self, request, queryset):
-        from .mig import mig_plan_cancel
+        from .mig_plans import mig_plan_cancel
 
         for plan in queryset:
             try:

@@ -17,7 +17,7 @@ from gpu.pools import PoolSpec
 from . import discovery, renderability
 from .choices import Applier, PoolSource, SchedulingModel
 from .credentials import cluster_server_changed
-from .kube import inventory as kube_inventory
+from .kube import inventory_reads
 from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
 from .models import Cluster, GpuModel, NodePool, TeamQuota
@@ -102,14 +102,14 @@ def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
     from .kube.reads import server_version
     with KubeClient(cluster_connection(cluster)) as kube:
         git_version = server_version(kube)
-        groups = kube_inventory.served_group_versions(kube)
-        gang = [g.as_dict() for g in kube_inventory.installed_gang_schedulers(kube, groups)]
-        nodes = kube_inventory.list_all_nodes(kube)
+        groups = inventory_reads.served_group_versions(kube)
+        gang = [g.as_dict() for g in inventory_reads.installed_gang_schedulers(kube, groups)]
+        nodes = inventory_reads.list_all_nodes(kube)
         dra = "v1" in groups.get("resource.k8s.io", [])
-        slices = kube_inventory.list_resource_slices(kube) if dra else []
-        claims = kube_inventory.list_resource_claims(kube) if slices else []
-        classes = kube_inventory.list_device_classes(kube) if dra else []
-        pods = list(kube_inventory.iter_gpu_pods(kube_inventory.list_active_pods(kube)))
+        slices = inventory_reads.list_resource_slices(kube) if dra else []
+        claims = inventory_reads.list_resource_claims(kube) if slices else []
+        classes = inventory_reads.list_device_classes(kube) if dra else []
+        pods = list(inventory_reads.iter_gpu_pods(inventory_reads.list_active_pods(kube)))
     return ClusterObservation(git_version=git_version, gang_schedulers=gang, nodes=nodes, slices=slices,
                               claims=claims, pods=pods, device_classes=classes)
 

@@ -98,7 +98,7 @@ def inventory_sync_all() -> int:
 @shared_task(name="provisioning.mig_plan_advance", acks_late=True, soft_time_limit=120, time_limit=150)
 def mig_plan_advance(plan_id: int) -> str:
     """Advance one MIG plan as far as it can go now (never waits: the beat calls again)."""
-    from .mig import mig_plan_advance as advance
+    from .mig_plans import mig_plan_advance as advance
 
     return advance(plan_id=plan_id)
 
@@ -106,7 +106,7 @@ def mig_plan_advance(plan_id: int) -> str:
 @shared_task(name="provisioning.mig_plans_advance")
 def mig_plans_advance() -> int:
     """Beat: advance every approved or executing MIG plan."""
-    from .mig import mig_plans_advance_dispatch
+    from .mig_plans import mig_plans_advance_dispatch
 
     return mig_plans_advance_dispatch()
 

@@ -16,7 +16,7 @@ def mig_planner_inputs(*, cluster: Cluster, now: datetime.datetime) -> tuple[lis
     pool, and the pools' MIG nodes with the workloads a layout change would interrupt."""
     from intake.models import GpuRequest
 
-    from ..migplan import MigDemand, MigNode, Workload
+    from ..mig_planner import MigDemand, MigNode, Workload
 
     catalogue = load_catalogue()
     demand = [
