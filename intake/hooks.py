@@ -87,7 +87,7 @@ inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
 # Does a request fit its pool now, with its projected GPU-hours and the team's quota
 # (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
 request_fit: Provider[..., dict] = Provider("request_fit")
-# Why an approved request waits and when it will start, as last read (provisioning.wait_selectors.request_wait;
+# Why an approved request waits and when it will start, as last read (provisioning.selectors.request_wait;
 # keyword argument gpu_request).
 request_wait: Provider[..., object] = Provider("request_wait")
 # The right-sizing suggestion from what a request's GPUs did (chargeback.idle.selectors.rightsizing_get; keyword

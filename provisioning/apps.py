@@ -12,9 +12,8 @@ class ProvisioningConfig(AppConfig):
 
         from .metrics import COLLECTORS
         from .models import AppliedObject, GangStall, ProvisioningJob
-        from .selectors import inventory_generation, inventory_snapshot, request_fit
+        from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait
         from .services import allocation_on_approved, allocation_on_cancelled
-        from .wait_selectors import request_wait
 
         register_all(COLLECTORS)
         # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.

@@ -1,11 +1,11 @@
-"""Reads of the waits (provisioning.waits): one request's last reading, and the start estimates' error."""
+"""Reads of the waits `provisioning.waits` stores: one request's last reading, and the start estimates' error."""
 from __future__ import annotations
 
 import statistics
 
 from intake.choices import RequestStatus
 
-from .models import RequestWait
+from ..models import RequestWait
 
 WAITING_STATUSES = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
 
