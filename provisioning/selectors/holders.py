@@ -9,7 +9,7 @@ from ..models import Node
 
 
 def running_holders(nodes: list[Node], *, exclude_request_id: int | None,
-             visible_team_ids: set[int] | None = None) -> list[fit.Holder]:
+                    visible_team_ids: set[int] | None = None) -> list[fit.Holder]:
     """Running work on these nodes, per request (or per pod the portal did not make). With `visible_team_ids`
     (an engineer's teams), work of other teams is shown without its name, team or pods."""
     from intake.models import GpuRequest
