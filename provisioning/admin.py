@@ -122,7 +122,7 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Sync the inventory of the selected clusters now", permissions=["change"])
     def sync_inventory(self, request, queryset):
-        from .inventory import inventory_sync_now
+        from .inventory_sync import inventory_sync_now
 
         for cluster in queryset:
             try:

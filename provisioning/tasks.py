@@ -78,7 +78,7 @@ def allocation_sweep() -> int:
 @shared_task(name="provisioning.inventory_sync", acks_late=True, soft_time_limit=300, time_limit=330)
 def inventory_sync(cluster_id: int) -> str:
     """Discover one cluster. Failures are recorded on the cluster (last_sync_error); the next beat run retries."""
-    from .inventory import inventory_sync as sync
+    from .inventory_sync import inventory_sync as sync
     from .models import Cluster
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
@@ -90,7 +90,7 @@ def inventory_sync(cluster_id: int) -> str:
 @shared_task(name="provisioning.inventory_sync_all")
 def inventory_sync_all() -> int:
     """Beat: one inventory_sync per enabled cluster."""
-    from .inventory import inventory_sync_dispatch
+    from .inventory_sync import inventory_sync_dispatch
 
     return inventory_sync_dispatch()
 

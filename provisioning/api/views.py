@@ -10,7 +10,7 @@ from portal.roles import is_platform
 from .. import selectors
 from ..credentials import cluster_credentials_put, cluster_update
 from ..filtersets import ClusterFilterSet
-from ..inventory import inventory_sync_request
+from ..inventory_sync import inventory_sync_request
 from ..models import Cluster
 from .serializers import (
     ClusterCredentialInputSerializer,

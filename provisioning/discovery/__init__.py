@@ -1,5 +1,5 @@
 """Inventory discovery as pure functions: what the cluster's objects say, turned into node facts, pools and the
-differences from what the platform team declared. No Django, no network: `inventory.inventory_sync` reads the
+differences from what the platform team declared. No Django, no network: `provisioning.inventory_sync` reads the
 cluster and writes the rows; everything between is here and tested without either.
 
 Reading a node (reference §1-§4, §10):

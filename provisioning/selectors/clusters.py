@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 
 from portal.roles import is_platform
 
-from ..inventory import no_api_server_note
+from ..inventory_sync import no_api_server_note
 from ..models import Cluster, Node, NodePool
 
 
