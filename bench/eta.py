@@ -46,7 +46,7 @@ def report(args) -> None:
     from portal.services import team_upsert, user_upsert
     from provisioning.demo import CLUSTERS
     from provisioning.inventory import cluster_declare
-    from provisioning.wait_selectors import wait_estimate_error
+    from provisioning.selectors import wait_estimate_error
 
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # every call of the portal would be logged
     celery_app.conf.task_always_eager = True  # the apply after approval runs in this process

@@ -118,7 +118,7 @@ def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 60
 
     The training gang policy's stall threshold is shortened (default 1 minute instead of 15) so that the stalled
     gang is flagged within the demo's first minutes; the admin's gang policy page shows and resets it."""
-    from provisioning.mig import mig_plan_approve, mig_plan_propose
+    from provisioning.mig_plans import mig_plan_approve, mig_plan_propose
     from provisioning.models import Cluster, GangPolicy, MigPlan
 
     GangPolicy.objects.filter(workload_class="training").update(stall_after_seconds=training_stall_after_seconds)

@@ -94,7 +94,7 @@ inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
 # Does a request fit its pool now, with its projected GPU-hours and the team's quota
 # (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
 request_fit: Provider[..., dict] = Provider("request_fit")
-# Why an approved request waits and when it will start, as last read (provisioning.wait_selectors.request_wait;
+# Why an approved request waits and when it will start, as last read (provisioning.selectors.request_wait;
 # keyword argument gpu_request).
 request_wait: Provider[..., object] = Provider("request_wait")
 # The team's quota on a strategy and what its requests hold (provisioning.selectors.team_quota_state; keyword

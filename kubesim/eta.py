@@ -109,7 +109,8 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
     from intake.models import GpuRequest
     from intake.services import request_approve, request_submit
     from provisioning.admission import admission_checks_sync
-    from provisioning.inventory import inventory_sync, team_quota_set
+    from provisioning.inventory import team_quota_set
+    from provisioning.inventory_sync import inventory_sync
     from provisioning.models import Cluster, RequestWait
     from provisioning.reconcile import cluster_status_reconcile
     from provisioning.waits import refresh_candidates, request_wait_refresh

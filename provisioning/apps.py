@@ -13,9 +13,8 @@ class ProvisioningConfig(AppConfig):
         from .metrics import COLLECTORS
         from .models import AppliedObject, GangStall, ProvisioningJob
         from .preview import preview_objects
-        from .selectors import inventory_generation, inventory_snapshot, request_fit, team_quota_state
+        from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait, team_quota_state
         from .services import allocation_on_approved, allocation_on_cancelled
-        from .wait_selectors import request_wait
 
         register_all(COLLECTORS)
         # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.

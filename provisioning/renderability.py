@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpu.catalogue import Catalogue
+from gpu.pools import PoolSpec
 from gpu.vocabulary import MIG, STRATEGY_FOR_SHARING_MODE
 
 from . import discovery
@@ -33,7 +34,7 @@ def _probe(*, pool, strategy: str, profile: str | None, model) -> RequestSpec:
     )  # fmt: skip
 
 
-def pool_render_discrepancies(*, cluster, pool, spec: discovery.DeclaredPool, nodes: Sequence[discovery.NodeFacts],
+def pool_render_discrepancies(*, cluster, pool, spec: PoolSpec, nodes: Sequence[discovery.NodeFacts],
                               catalogue: Catalogue) -> list[dict[str, Any]]:
     """Why pods rendered for this pool (a NodePool row with `discovered` already set) would land on none of its
     usable nodes; empty when they can, or when no node serves the pool at all (flagged as `placement` already)."""

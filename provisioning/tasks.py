@@ -78,7 +78,7 @@ def allocation_sweep() -> int:
 @shared_task(name="provisioning.inventory_sync", acks_late=True, soft_time_limit=300, time_limit=330)
 def inventory_sync(cluster_id: int) -> str:
     """Discover one cluster. Failures are recorded on the cluster (last_sync_error); the next beat run retries."""
-    from .inventory import inventory_sync as sync
+    from .inventory_sync import inventory_sync as sync
     from .models import Cluster
 
     cluster = Cluster.objects.filter(pk=cluster_id).first()
@@ -90,7 +90,7 @@ def inventory_sync(cluster_id: int) -> str:
 @shared_task(name="provisioning.inventory_sync_all")
 def inventory_sync_all() -> int:
     """Beat: one inventory_sync per enabled cluster."""
-    from .inventory import inventory_sync_dispatch
+    from .inventory_sync import inventory_sync_dispatch
 
     return inventory_sync_dispatch()
 
@@ -98,7 +98,7 @@ def inventory_sync_all() -> int:
 @shared_task(name="provisioning.mig_plan_advance", acks_late=True, soft_time_limit=120, time_limit=150)
 def mig_plan_advance(plan_id: int) -> str:
     """Advance one MIG plan as far as it can go now (never waits: the beat calls again)."""
-    from .mig import mig_plan_advance as advance
+    from .mig_plans import mig_plan_advance as advance
 
     return advance(plan_id=plan_id)
 
@@ -106,7 +106,7 @@ def mig_plan_advance(plan_id: int) -> str:
 @shared_task(name="provisioning.mig_plans_advance")
 def mig_plans_advance() -> int:
     """Beat: advance every approved or executing MIG plan."""
-    from .mig import mig_plans_advance_dispatch
+    from .mig_plans import mig_plans_advance_dispatch
 
     return mig_plans_advance_dispatch()
 

@@ -1,5 +1,5 @@
 """Why each approved request is not (fully) running: read its scheduler objects and pods from the cluster, explain
-them with `provisioning.waiting` and the fit check, and store the reading (`RequestWait`) that the request page and
+them with `provisioning.wait_reasons` and the fit check, and store the reading (`RequestWait`) that the request page and
 `GET /api/v1/requests/{id}/wait/` show. The first start estimate and the actual start are kept, so the estimates'
 error is tracked (`wait_estimate_error`).
 
@@ -20,7 +20,7 @@ from django.utils import timezone
 from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
-from . import waiting
+from . import wait_reasons
 from .kube.connection import cluster_connection
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -96,7 +96,7 @@ def _cluster_starts(cluster: str, request_ids: set[int]) -> dict[int, datetime.d
     return starts
 
 
-def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list[waiting.Running]:
+def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list[wait_reasons.Running]:
     """The team's running work of the same strategy: what frees its quota, and when it is expected to end. With
     `queued_only`, only its gangs on the same cluster: what Kueue's queue counts (the renderer queues only gangs)."""
     others = list(GpuRequest.objects.filter(team_id=gpu_request.team_id, strategy=gpu_request.strategy,
@@ -118,7 +118,7 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
                     f"{other.workload_class} work ({hours:.1f} h)" if hours else ""
         # The cluster's own start (its pods' startTime) beats the portal's: that one lags by a reconcile interval.
         start = started.get(other.pk) or other.status_changed_at
-        running.append(waiting.Running(
+        running.append(wait_reasons.Running(
             label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision["gpu_equivalents"]),
             started_at=start, expected_end=start + datetime.timedelta(hours=float(hours)) if hours else None,
             basis=basis))
@@ -127,27 +127,27 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
 
 def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     """The reading to store: blockers, what unblocks them, the queue position and the estimate."""
-    blockers: list[waiting.Blocker] = []
+    blockers: list[wait_reasons.Blocker] = []
     if found["workload"] is not None:
-        blockers += waiting.kueue_blockers(found["workload"])
+        blockers += wait_reasons.kueue_blockers(found["workload"])
     if found["podgroup"] is not None:
-        blockers += waiting.podgroup_blockers(found["podgroup"], found["backend"])
-    blockers += waiting.pod_blockers(found["pods"])
+        blockers += wait_reasons.podgroup_blockers(found["podgroup"], found["backend"])
+    blockers += wait_reasons.pod_blockers(found["pods"])
     decision = gpu_request.decision
     unblock, estimates = [], []
     kinds = {b.kind for b in blockers}
-    if waiting.QUOTA in kinds:
+    if wait_reasons.QUOTA in kinds:
         quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=0,
                                  exclude_request_id=gpu_request.pk)
         needed = float(decision["gpu_equivalents"])
         if quota.limit is not None:
-            shortage = waiting.kueue_quota_shortage(blockers)
+            shortage = wait_reasons.kueue_quota_shortage(blockers)
             free = max(float(quota.limit) - float(quota.held), 0)
             needed = free + shortage[2] if shortage else needed
             words = f"{QUOTA_WORDS.get(decision['strategy'], decision['strategy'])} {decision['gpu_model']} GPU " \
                     "equivalents"
             # Kueue's shortage is freed only by what Kueue admitted, not by the team's work outside its queue.
-            text, estimate = waiting.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
+            text, estimate = wait_reasons.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
                                                    held=float(quota.held), needed=needed,
                                                    running=_team_running(gpu_request, queued_only=bool(shortage)))
             unblock.append(text)
@@ -156,21 +156,21 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     wanted = int(decision.get("replicas") or 1)
     missing: list[str] = []
     if gpu_request.status == RequestStatus.STALLED or (pods_running and pods_running < wanted):
-        missing = waiting.missing_members(found["pods"], wanted)
-    if kinds & {waiting.CAPACITY, waiting.GANG, waiting.SCHEDULING} or missing:
+        missing = wait_reasons.missing_members(found["pods"], wanted)
+    if kinds & {wait_reasons.CAPACITY, wait_reasons.GANG, wait_reasons.SCHEDULING} or missing:
         fit_answer = request_fit(gpu_request=gpu_request,
                                  missing_pods=(wanted - pods_running) if missing else None,
                                  visible_team_ids={gpu_request.team_id})  # the reading is shown to the team
         demand = fit_answer.get("demand") or {}
-        fragmentation = waiting.fragmentation_words(
+        fragmentation = wait_reasons.fragmentation_words(
             per_pod=demand.get("per_pod", 1), pods=demand.get("pods", 1), unit="GPU",
             free_by_node=fit_answer.get("free_by_node") or {}) if demand else ""
-        text, estimate = waiting.capacity_unblock(fit_answer, fragmentation)
+        text, estimate = wait_reasons.capacity_unblock(fit_answer, fragmentation)
         unblock.append(text)
         estimates.append(estimate)
     known = [e for e in estimates if e.start is not None]
     best = max(known, key=lambda e: e.start) if known else (estimates[0] if estimates else None)
-    return {"blockers": waiting.as_dicts(blockers), "unblock": unblock, "missing_members": missing,
+    return {"blockers": wait_reasons.as_dicts(blockers), "unblock": unblock, "missing_members": missing,
             "queue_position": found["queue"], "estimated_start": best.start if best else None,
             "estimate_basis": best.basis if best else "nothing holds it that the portal can see"}
 

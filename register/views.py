@@ -8,7 +8,7 @@ from django.shortcuts import render
 
 from portal.errors import DomainError
 from portal.roles import is_platform
-from provisioning import wait_selectors
+from provisioning.selectors import wait_estimate_error
 
 from . import selectors
 from .choices import Verdict
@@ -26,4 +26,4 @@ def register_page(request):
             messages.error(request, f"days: {exc.message} Showing {days} days.")
     register = selectors.register_build(days=days)
     return render(request, "register/register.html", {"register": register, "verdicts": Verdict,
-                                                      "wait_error": wait_selectors.wait_estimate_error()})
+                                                      "wait_error": wait_estimate_error()})

@@ -21,8 +21,9 @@ from chargeback.services import rate_card_create, rate_card_delete
 from intake.models import PolicyVersion
 from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve, request_submit
 from portal.errors import PermissionDenied
-from provisioning.inventory import inventory_sync_now, team_quota_set
-from provisioning.mig import mig_plan_approve, mig_plan_cancel, mig_plan_propose
+from provisioning.inventory import team_quota_set
+from provisioning.inventory_sync import inventory_sync_now
+from provisioning.mig_plans import mig_plan_approve, mig_plan_cancel, mig_plan_propose
 from portal.services import tokens_revoke_selected
 from provisioning.credentials import credentials_reencrypt
 from provisioning.models import Cluster, MigPlan

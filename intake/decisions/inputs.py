@@ -2,11 +2,12 @@
 (clusters and their pools, with the GPU catalogue)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gpu import gangapi
 from gpu.catalogue import Catalogue
+from gpu.pools import PoolSpec
 
 
 @dataclass(frozen=True)
@@ -69,27 +70,6 @@ class PolicySpec:
 
     def guardrails(self) -> list[RuleSpec]:
         return sorted((r for r in self.rules if r.kind == "guardrail"), key=lambda r: (r.position, r.key))
-
-
-@dataclass(frozen=True)
-class PoolSpec:
-    cluster: str
-    name: str
-    gpu_model: str
-    gpus_per_node: int
-    node_count: int
-    sharing_mode: str  # exclusive | mig | time_slicing | mps
-    mig_profiles: dict[str, int] = field(default_factory=dict)  # per GPU, from the layout
-    mig_layout: str = ""
-    mig_strategy: str = "mixed"
-    time_slicing_replicas: int | None = None  # replicas per GPU of a time-sliced or MPS pool
-    driver_major: int | None = None
-    nvlink_domain: str = ""
-    scheduling_model: str = "device_plugin"
-    id: int | None = None
-    # DRA pools: extended resources (e.g. nvidia.com/gpu) the cluster's DeviceClasses serve from DRA devices
-    # (DRAExtendedResource, on by default from Kubernetes 1.36); empty elsewhere.
-    dra_extended_resources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

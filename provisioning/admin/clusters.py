@@ -10,8 +10,8 @@ from portal.errors import DomainError
 
 from ..cluster_services import cluster_delete, cluster_save, node_pool_delete, node_pool_save
 from ..credentials import credentials_reencrypt
-from ..inventory import inventory_sync_now
-from ..mig import mig_plan_propose
+from ..inventory_sync import inventory_sync_now
+from ..mig_plans import mig_plan_propose
 from ..models import Cluster, NodePool
 from .common import discrepancy_html
 

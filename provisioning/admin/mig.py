@@ -5,7 +5,7 @@ from django.utils.html import format_html, format_html_join
 from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
 from portal.errors import DomainError
 
-from ..mig import mig_plan_approve, mig_plan_cancel
+from ..mig_plans import mig_plan_approve, mig_plan_cancel
 from ..models import MigPlan, MigPlanStep
 
 

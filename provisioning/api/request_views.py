@@ -14,7 +14,7 @@ from intake.models import GpuRequest
 from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 
 from .. import selectors
-from ..wait_selectors import request_wait
+from ..selectors import request_wait
 from .serializers import FitSerializer, WaitSerializer
 
 # The request's Kubernetes objects: a JSON array of objects (their shapes are Kubernetes', not ours).

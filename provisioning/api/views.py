@@ -11,7 +11,7 @@ from .. import selectors
 from ..cluster_services import cluster_update
 from ..credentials import cluster_credentials_put
 from ..filtersets import ClusterFilterSet
-from ..inventory import inventory_sync_request
+from ..inventory_sync import inventory_sync_request
 from ..models import Cluster
 from .serializers import (
     ClusterCredentialInputSerializer,

@@ -1,5 +1,5 @@
 """Reads the status work needs: the server version, the portal's pods, and a bounded watch on those pods (nodes
-and the other inventory reads, paged, are in provisioning.kube.inventory).
+and the other inventory reads, paged, are in provisioning.kube.inventory_reads).
 
 Everything comes back as plain dicts (typed models reject the incomplete objects some clusters serve), each with
 its apiVersion and kind filled in.

@@ -117,7 +117,7 @@ class InventoryGeneration(models.Model):
 
 
 class Node(models.Model):
-    """A GPU node as the cluster reported it at the last inventory sync (`provisioning.inventory.inventory_sync`).
+    """A GPU node as the cluster reported it at the last inventory sync (`provisioning.inventory_sync.inventory_sync`).
     Raw maps (labels, allocatable, capacity, taints) are kept as read; the parsed fields beside them are what the
     portal uses (`provisioning.discovery.parse_node`)."""
 

@@ -16,8 +16,9 @@ from deploy.rbac import Call, assert_least_privilege
 from intake.models import GpuRequest
 from intake.services import request_approve, request_cancel, request_submit
 from provisioning.admission import admission_checks_sync
-from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
-from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_propose
+from provisioning.inventory import cluster_declare, team_quota_set
+from provisioning.inventory_sync import inventory_sync
+from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from provisioning.models import Cluster
 from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS

@@ -8,7 +8,8 @@ from django.test import Client
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit
 from portal.errors import Conflict
-from provisioning.inventory import cluster_declare, inventory_sync, team_quota_set
+from provisioning.inventory import cluster_declare, team_quota_set
+from provisioning.inventory_sync import inventory_sync
 from tests.conftest import VALID_ANSWERS
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
 from kubesim.server import FakeKubeAPI
 from tests.support.admin import change_form_data

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.core.management import CommandError, call_command
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster
 from provisioning.selectors import SYNC_FAILED_FOR_OTHERS
 from kubesim.server import FakeKubeAPI

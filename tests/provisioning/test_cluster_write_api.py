@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
 from kubesim.server import FakeKubeAPI
 

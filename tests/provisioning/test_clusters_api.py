@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from provisioning.inventory import cluster_declare, inventory_sync
+from provisioning.inventory import cluster_declare
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, Node
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 from tests.support.celery_worker import eager

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, ClusterCredential
 from kubesim.server import FakeKubeAPI
 from kubesim.tls import make_ca

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gpu.catalogue import load_catalogue
+from gpu.pools import PoolSpec
 from provisioning.discovery import (
-    DeclaredPool,
     NodeCapacityRow,
     capacity_by_strategy,
     cluster_discrepancies,
@@ -151,10 +151,10 @@ def test_pods_hold_extended_resources_and_dra_devices_through_their_claims():
 
 # --- grouping ----------------------------------------------------------------------------------------------------
 
-H100_POOL = DeclaredPool(name="h100-train", gpu_model="H100-80GB", node_count=2, gpus_per_node=8,
+H100_POOL = PoolSpec(name="h100-train", gpu_model="H100-80GB", node_count=2, gpus_per_node=8,
                          sharing_mode="exclusive", driver_version="570.124.06", nvlink_domain=k.H100_CLIQUE,
                          node_selector={"gpu-portal.io/pool": "h100-train"})
-H200_POOL = DeclaredPool(name="h200-mig", gpu_model="H200-141GB", node_count=2, gpus_per_node=8, sharing_mode="mig",
+H200_POOL = PoolSpec(name="h200-mig", gpu_model="H200-141GB", node_count=2, gpus_per_node=8, sharing_mode="mig",
                          mig_layout="all-balanced", node_selector={"gpu-portal.io/pool": "h200-mig"})
 
 
@@ -181,15 +181,15 @@ def test_nodes_go_to_the_declared_pool_their_labels_select_and_the_rest_are_grou
 
 
 def test_a_declared_pool_without_selector_takes_nodes_labelled_with_its_name():
-    pool = DeclaredPool(name="h100-train", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
+    pool = PoolSpec(name="h100-train", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
                         sharing_mode="exclusive")
     assert [n.name for n in group_nodes([facts(k.h100_node("h100-1"))], [pool]).declared["h100-train"]] == ["h100-1"]
 
 
 def test_overlapping_selectors_pick_the_most_specific_and_are_flagged():
-    wide = DeclaredPool(name="all-h100", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
+    wide = PoolSpec(name="all-h100", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
                         sharing_mode="exclusive", node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
-    narrow = DeclaredPool(name="h100-train", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
+    narrow = PoolSpec(name="h100-train", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
                           sharing_mode="exclusive", node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                                                                    "gpu-portal.io/pool": "h100-train"})
     grouping = group_nodes([facts(k.h100_node("h100-1"))], [wide, narrow])
@@ -198,7 +198,7 @@ def test_overlapping_selectors_pick_the_most_specific_and_are_flagged():
 
 
 def test_a_discovered_name_never_takes_a_declared_pools_name():
-    declared = DeclaredPool(name="h100-80gb", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
+    declared = PoolSpec(name="h100-80gb", gpu_model="H100-80GB", node_count=1, gpus_per_node=8,
                             sharing_mode="exclusive", node_selector={"rack": "r1"})
     grouping = group_nodes([facts(k.h100_node("h100-1", pool=None))], [declared])
     assert [g.name for g in grouping.discovered] == ["h100-80gb-discovered"]
@@ -236,7 +236,7 @@ def test_discrepancies_name_each_field_with_declared_and_discovered_values():
         facts(k.h200_mig_node("h200-2", layout="all-1g.18gb", driver="580.65.06")),
         facts(k.h200_mig_node("h200-3", gpus=4)),
     ]
-    pool = DeclaredPool(**{**H200_POOL.__dict__, "driver_version": "570.124.06"})
+    pool = PoolSpec(**{**H200_POOL.__dict__, "driver_version": "570.124.06"})
 
     found = {d["field"]: d for d in pool_discrepancies(pool, nodes, CATALOGUE)}
 
@@ -249,12 +249,12 @@ def test_discrepancies_name_each_field_with_declared_and_discovered_values():
 
 
 def test_model_mode_replicas_and_the_dual_scheduling_conflict_are_flagged():
-    l40s = DeclaredPool(name="shared", gpu_model="L40S-48GB", node_count=1, gpus_per_node=4,
+    l40s = PoolSpec(name="shared", gpu_model="L40S-48GB", node_count=1, gpus_per_node=4,
                         sharing_mode="time_slicing", time_slicing_replicas=8)
     found = {d["field"]: d for d in pool_discrepancies(l40s, [facts(k.l40s_shared_node("l-1"))], CATALOGUE)}
     assert found["time_slicing_replicas"]["declared"] == 8 and found["time_slicing_replicas"]["discovered"] == [4]
 
-    b200 = DeclaredPool(name="b200", gpu_model="H100-80GB", node_count=1, gpus_per_node=8, sharing_mode="exclusive",
+    b200 = PoolSpec(name="b200", gpu_model="H100-80GB", node_count=1, gpus_per_node=8, sharing_mode="exclusive",
                         scheduling_model="dra")
     conflict = k.b200_dra_node("b-1")
     conflict["status"]["allocatable"]["nvidia.com/gpu"] = "8"
@@ -267,7 +267,7 @@ def test_model_mode_replicas_and_the_dual_scheduling_conflict_are_flagged():
 def test_a_node_serves_a_pool_only_in_the_mode_and_naming_it_is_rendered_for():
     assert usable_for(H200_POOL, facts(k.h200_mig_node("h-1")))
     assert not usable_for(H200_POOL, facts(k.h100_node("h-2")))  # exclusive, not MIG
-    single = DeclaredPool(**{**H200_POOL.__dict__, "mig_strategy": "single"})
+    single = PoolSpec(**{**H200_POOL.__dict__, "mig_strategy": "single"})
     assert not usable_for(single, facts(k.h200_mig_node("h-3")))  # GFD says mixed
 
 

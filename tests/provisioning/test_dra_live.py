@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from intake.services import request_submit
-from provisioning.inventory import cluster_declare, inventory_sync
+from provisioning.inventory import cluster_declare
+from provisioning.inventory_sync import inventory_sync
 from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster, Node, NodePool
 from tests.conftest import VALID_ANSWERS

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from gpu.catalogue import load_catalogue, sanitise_product
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.manifests import render
 from provisioning.models import Cluster, Node, NodePool
 from kubesim import nodes as k

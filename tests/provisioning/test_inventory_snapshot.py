@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from intake.services import request_evaluate, request_preview
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.selectors import inventory_snapshot
 from tests.conftest import VALID_ANSWERS
 from kubesim import nodes as k

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
 from kubesim import nodes as k

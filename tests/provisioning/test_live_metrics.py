@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 
 from deploy.rbac import Call, check
 from intake.services import request_submit
-from provisioning.inventory import inventory_sync
-from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_propose
+from provisioning.inventory_sync import inventory_sync
+from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from tests.conftest import VALID_ANSWERS
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401

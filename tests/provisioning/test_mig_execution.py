@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from intake.services import request_submit
 from portal.errors import Conflict, InvalidInput, PermissionDenied
-from provisioning.inventory import inventory_sync
-from provisioning.mig import mig_plan_advance, mig_plan_approve, mig_plan_cancel, mig_plan_propose
+from provisioning.inventory_sync import inventory_sync
+from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_cancel, mig_plan_propose
 from provisioning.models import MigPlan, MigPlanStep
 from tests.conftest import VALID_ANSWERS
 from kubesim import nodes as k

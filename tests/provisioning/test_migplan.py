@@ -4,7 +4,7 @@ drain cost and the workloads it interrupts, and says what it cannot meet."""
 from __future__ import annotations
 
 from gpu.catalogue import load_catalogue
-from provisioning.migplan import MigDemand, MigNode, Workload, plan_layouts, step_cost
+from provisioning.mig_planner import MigDemand, MigNode, Workload, plan_layouts, step_cost
 
 CATALOGUE = load_catalogue()
 H200 = "H200-141GB"

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from intake.models import Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
 from kubesim import nodes as k

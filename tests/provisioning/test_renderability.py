@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, NodePool
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import live_fake  # noqa: F401

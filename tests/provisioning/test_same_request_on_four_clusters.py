@@ -14,7 +14,8 @@ from django.core.management import call_command
 
 from kubesim import nodes as k
 from kubesim.resources import CUSTOM_RESOURCES
-from provisioning.inventory import cluster_declare, inventory_sync
+from provisioning.inventory import cluster_declare
+from provisioning.inventory_sync import inventory_sync
 from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster
 from tests.support.fake_kube import serving

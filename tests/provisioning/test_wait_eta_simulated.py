@@ -12,7 +12,7 @@ from django.test import Client
 
 from kubesim import eta
 from kubesim.server import FakeKubeAPI
-from provisioning.wait_selectors import wait_estimate_error
+from provisioning.selectors import wait_estimate_error
 
 STEP = 60  # simulated seconds per step: an estimate's error is measured to within a step (plus the pod start)
 

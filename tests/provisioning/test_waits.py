@@ -17,7 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit, request_transition
 from kubesim import nodes as k
-from provisioning.inventory import inventory_sync, team_quota_set
+from provisioning.inventory import team_quota_set
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, RequestWait
 from provisioning.selectors import request_manifests
 from provisioning.tasks import request_wait_refresh

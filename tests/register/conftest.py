@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from intake.models import GpuRequest
 from intake.services import request_approve, request_submit
-from provisioning.inventory import ClusterObservation, inventory_record
+from provisioning.inventory_sync import ClusterObservation, inventory_record
 from provisioning.models import Cluster
 from register.sections.common import Snapshot
 from kubesim import nodes as k

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from provisioning.inventory import ClusterObservation, cluster_declare, inventory_record
+from provisioning.inventory import cluster_declare
+from provisioning.inventory_sync import ClusterObservation, inventory_record
 from provisioning.models import Cluster
 from register.sections import scheduling
 from kubesim import nodes as k

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from provisioning.inventory import inventory_sync
+from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from provisioning.kube.client import ClusterConnection, KubeClient
 from provisioning.kube.errors import PermanentKubeError, TransientKubeError
-from provisioning.kube.inventory import (
+from provisioning.kube.inventory_reads import (
     get_node,
     installed_gang_schedulers,
     iter_gpu_pods,

@@ -1,5 +1,5 @@
 """The MIG layout planner: from unmet MIG demand and the nodes' current layouts, the cheapest per-node
-`nvidia.com/mig.config` changes that meet it, each with its cost. Pure functions: `provisioning.mig` feeds them
+`nvidia.com/mig.config` changes that meet it, each with its cost. Pure functions: `provisioning.mig_plans` feeds them
 from the database and executes what the platform team approves.
 
 Demand is counted per pool (a request's pods are pinned to its pool's nodes): the MIG devices its pending and

@@ -38,11 +38,11 @@ from gpu.catalogue import load_catalogue
 
 from . import selectors
 from .choices import MIG_PLAN_ACTIVE, MIG_STEP_FINISHED, MIG_STEP_TRANSITIONS, MigPlanStatus, MigStepState
-from .kube import inventory as kube_inventory
+from .kube import inventory_reads
 from .kube.client import KubeClient
 from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
-from .migplan import plan_layouts
+from .mig_planner import plan_layouts
 from .models import Cluster, MigPlan, MigPlanStep, Node
 
 logger = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ LEFT_CORDONED = ("The node is left cordoned: check mig-manager on it (its logs a
 
 def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datetime.datetime) -> None:
     """Move one step as far as it can go now (several transitions when nothing has to be waited for)."""
-    node = kube_inventory.get_node(kube, step.node_name)
+    node = inventory_reads.get_node(kube, step.node_name)
     labels = node["metadata"].get("labels") or {}
     if step.state == MigStepState.PENDING:
         current = labels.get(MIG_CONFIG, "")
@@ -193,7 +193,7 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
         if (node.get("spec") or {}).get("unschedulable"):
             message = f"{step.node_name} was already cordoned (by someone else); it stays cordoned at the end."
         else:
-            kube_inventory.patch_node(kube, step.node_name, unschedulable=True)
+            inventory_reads.patch_node(kube, step.node_name, unschedulable=True)
             step.cordoned_by_portal = True
             message = f"Cordoned {step.node_name}: no new pods are placed on it."
         step.drain_deadline_at = now + datetime.timedelta(seconds=plan.drain_timeout_seconds)
@@ -203,12 +203,12 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
                     f"Waiting for the GPU pods on {step.node_name} to finish, until "
                     f"{step.drain_deadline_at:%Y-%m-%d %H:%M:%S} UTC.", now)
     if step.state == MigStepState.DRAINING:
-        pods = list(kube_inventory.iter_gpu_pods(kube_inventory.list_pods_on_node(kube, step.node_name)))
+        pods = list(inventory_reads.iter_gpu_pods(inventory_reads.list_pods_on_node(kube, step.node_name)))
         if pods and now < step.drain_deadline_at:
             _wait(step, f"Waiting for {plural(len(pods), 'GPU pod')} on {step.node_name} to finish (until "
                         f"{step.drain_deadline_at:%Y-%m-%d %H:%M:%S} UTC): {_pod_names(pods)}.")
             return
-        kube_inventory.patch_node(kube, step.node_name, labels={MIG_CONFIG: step.to_config, MIG_STATE: None})
+        inventory_reads.patch_node(kube, step.node_name, labels={MIG_CONFIG: step.to_config, MIG_STATE: None})
         step.reconfigure_deadline_at = now + datetime.timedelta(seconds=plan.reconfigure_timeout_seconds)
         interrupted = (f" The drain deadline passed with {plural(len(pods), 'GPU pod')} still running, interrupted "
                        f"by the reconfiguration: {_pod_names(pods)}.") if pods else " No GPU pod was left on the node."
@@ -223,7 +223,7 @@ def _advance_step(kube: KubeClient, plan: MigPlan, step: MigPlanStep, now: datet
         state = labels.get(MIG_STATE, "")
         if state == "success":
             if step.cordoned_by_portal:
-                kube_inventory.patch_node(kube, step.node_name, unschedulable=False)
+                inventory_reads.patch_node(kube, step.node_name, unschedulable=False)
                 message = f"mig-manager reports success; uncordoned {step.node_name}."
             else:
                 message = f"mig-manager reports success; {step.node_name} stays cordoned as it was found."

@@ -1,4 +1,4 @@
-"""Reads of the waits (provisioning.waits): one request's last reading, and the start estimates' error."""
+"""Reads of the waits `provisioning.waits` stores: one request's last reading, and the start estimates' error."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import statistics
 
 from intake.choices import RequestStatus
 
-from .models import RequestWait
+from ..models import RequestWait
 
 WAITING_STATUSES = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
 

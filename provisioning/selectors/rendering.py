@@ -1,0 +1,156 @@
+"""The renderer's inputs: the only place that turns database rows into the renderer's plain dataclasses (cluster
+profile, team and request specs), and the rendered objects of one request."""
+from __future__ import annotations
+
+from gpu.catalogue import load_catalogue
+from gpu.vocabulary import REPLICATED
+
+from ..choices import SchedulingModel, SharingMode, Strategy
+from ..dra_inputs import cluster_extended_resources, dra_device_caps, offered_profiles
+from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from ..models import NodePool
+from .clusters import pool_for_decision
+
+
+def _network_peer(namespace: str, pod_labels: dict | None) -> NetworkPeer | None:
+    return NetworkPeer(namespace=namespace, pod_labels=dict(pod_labels or {})) if namespace else None
+
+
+def cluster_profile(*, cluster, pool) -> ClusterProfile:
+    from django.conf import settings
+
+    return ClusterProfile(
+        name=cluster.name,
+        kubernetes_version=cluster.kubernetes_version,
+        scheduling_model=pool.effective_scheduling_model,
+        gang_scheduler=cluster.gang_scheduler,
+        gang_queue=cluster.gang_queue,
+        dra_mps_support=cluster.dra_mps_support,
+        gang_scheduler_owns_gpu_nodes=cluster.gang_scheduler_owns_gpu_nodes,
+        label_domain=settings.PORTAL_LABEL_DOMAIN,
+        ingress_controller=_network_peer(cluster.ingress_namespace, cluster.ingress_pod_labels),
+        metrics_scraper=_network_peer(cluster.metrics_namespace, cluster.metrics_pod_labels),
+        feature_gates=tuple(cluster.feature_gates or ()),
+        jobset=cluster.jobset_installed,
+        gang_topology_key=cluster.gang_topology_key,
+        gang_topology_name=cluster.gang_topology_name,
+        pool=PoolProfile(
+            name=pool.name,
+            # The product the pool's nodes carry, once discovery has seen them.
+            gpu_product=(pool.discovered or {}).get("gpu_product") or pool.gpu_model.product,
+            sharing_mode=pool.sharing_mode,
+            mig_strategy=pool.mig_strategy,
+            mig_layout=pool.mig_layout,
+            time_slicing_replicas=pool.time_slicing_replicas,
+            time_slicing_renamed=pool.time_slicing_renamed,
+            device_plugin_config=pool.device_plugin_config,
+            node_selector=dict(pool.node_selector or {}),
+            taints=tuple(pool.taints or ()),
+            nvlink_domain=pool.nvlink_domain,
+            driver_major_label=(pool.discovered or {}).get("driver_major_label"),
+            gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
+            gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
+            dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
+            multinode_nvlink=_multinode_nvlink(pool),
+        ),
+        dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
+        dra_extended_resources=cluster_extended_resources(cluster),
+    )
+
+
+def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
+    """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
+    whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
+    from ..manifests import RenderError
+    from ..manifests.device_plugin import build_device_plugin_config
+
+    try:
+        return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
+                                          scheduling_model=pool.effective_scheduling_model)
+    except RenderError:
+        return None
+
+
+def _multinode_nvlink(pool) -> bool:
+    model = load_catalogue().models.get(pool.gpu_model.key)
+    return bool(model and model.multinode_nvlink)
+
+
+def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
+    """The team's namespace inputs. Its quotas (GPU equivalents per strategy) become per-resource caps for the
+    cluster's pools. Device plugin pools: whole GPUs as devices, MIG as slices of each profile the cluster offers,
+    time-slicing as shares; each cap alone allows the whole quota, the exact sum is enforced at approval. DRA pools
+    (`dra_device_caps`): devices per DeviceClass. `pools`: the cluster's pools already loaded (with their GPU model),
+    for callers rendering many requests without a query each."""
+    quotas = {q.strategy: q.gpu_equivalents for q in team.gpu_quotas.all()}
+    caps: dict[str, int] = {}
+    dra_pools = []
+    if cluster is not None and quotas:
+        catalogue = load_catalogue()
+        for pool in (pools if pools is not None else cluster.pools.select_related("gpu_model")):
+            if pool.effective_scheduling_model == SchedulingModel.DRA:
+                dra_pools.append(pool)
+            elif pool.sharing_mode == SharingMode.EXCLUSIVE and Strategy.WHOLE_GPU in quotas:
+                caps["nvidia.com/gpu"] = int(quotas[Strategy.WHOLE_GPU])
+            elif pool.sharing_mode in REPLICATED and pool.sharing_mode in quotas:
+                name = "nvidia.com/gpu.shared" if pool.time_slicing_renamed else "nvidia.com/gpu"
+                shares = int(quotas[pool.sharing_mode] * (pool.time_slicing_replicas or 1))
+                caps[name] = max(caps.get(name, 0), shares)
+            elif pool.sharing_mode == SharingMode.MIG and Strategy.MIG in quotas:
+                for profile in offered_profiles(pool, catalogue):
+                    slices = int(quotas[Strategy.MIG] * profile.total_slices / profile.compute_slices)
+                    caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
+        dra = dra_device_caps(quotas, dra_pools, catalogue)
+    else:
+        dra = {}
+    return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps, dra_devices=dra)
+
+
+def request_spec(*, gpu_request) -> RequestSpec:
+    return request_spec_from(request_id=gpu_request.pk, name=gpu_request.name, team=gpu_request.team,
+                             answers=gpu_request.answers, decision=gpu_request.decision)
+
+
+def request_spec_from(*, request_id: int, name: str, team, answers: dict, decision: dict) -> RequestSpec:
+    model = load_catalogue().models.get(decision["gpu_model"])
+    gang = decision.get("gang")
+    return RequestSpec(
+        request_id=request_id,
+        name=name,
+        team=team.slug,
+        cost_center=team.cost_center,
+        workload_class=answers["workload_class"],
+        image=answers["image"],
+        command=tuple(answers.get("command") or ()),
+        replicas=decision["replicas"],
+        gpus_per_replica=decision["gpus_per_replica"],
+        gpu_memory_gb=float(answers["gpu_memory_gb"]),
+        strategy=decision["strategy"],
+        gpu_model=decision["gpu_model"],
+        gpu_product=decision.get("gpu_product") or (model.product if model else ""),
+        dra_product_name=model.dra_product_name if model else "",
+        mig_profile=decision.get("mig_profile"),
+        fabric_isolation=decision["fabric_isolation"],
+        gang=GangSpec(min_members=gang["min_members"], backend=gang["backend"]) if gang else None,
+        driver_min_major=(decision.get("driver") or {}).get("min_major"),
+        gpu_equivalents_per_replica=f"{decision['gpu_equivalents_per_replica']:.6f}",
+        driver_branch=(decision.get("driver") or {}).get("branch"),
+        dra_extended_resource=decision.get("dra_extended_resource"),
+    )
+
+
+def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: dict) -> list[dict]:
+    """Every object for one request, team objects first, in the order they are applied."""
+    from ..manifests import render_all
+
+    pool = pool_for_decision(decision)
+    return render_all(
+        team_spec(team=team, cluster=pool.cluster),
+        request_spec_from(request_id=request_id, name=name, team=team, answers=answers, decision=decision),
+        cluster_profile(cluster=pool.cluster, pool=pool),
+    )
+
+
+def request_manifests(*, gpu_request) -> list[dict]:
+    return manifests_render(team=gpu_request.team, request_id=gpu_request.pk, name=gpu_request.name,
+                            answers=gpu_request.answers, decision=gpu_request.decision)
