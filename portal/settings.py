@@ -70,6 +70,12 @@ if importlib.util.find_spec("kmock") is not None:
     INSTALLED_APPS.append("kubesim")
 
 MIDDLEWARE = [
+    # First, so every response (redirects and errors too) carries X-Request-ID.
+    "portal.request_context.RequestIdMiddleware",
+    # Before the probes, so that every response carries the Content-Security-Policy.
+    "portal.middleware.ContentSecurityPolicyMiddleware",
+    # Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
+    "portal.health.ProbeEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.ApiBodySizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -322,12 +328,6 @@ if not DEBUG:
     X_FRAME_OPTIONS = "DENY"
 
 # --- Operations: request ids, metrics, worker heartbeat ------------------------------------------------------
-# The request id middleware goes first, so every response (redirects and errors too) carries X-Request-ID.
-MIDDLEWARE.insert(0, "portal.request_context.RequestIdMiddleware")
-# Probes and Prometheus reach pods by IP over HTTP: /healthz, /readyz and /metrics answer before the Host check.
-MIDDLEWARE.insert(1, "portal.health.ProbeEndpointsMiddleware")
-# Before the probes, so that every response carries the Content-Security-Policy.
-MIDDLEWARE.insert(1, "portal.middleware.ContentSecurityPolicyMiddleware")
 # /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # A database that does not answer fails /readyz within the probe's timeout instead of hanging it.
