@@ -54,11 +54,13 @@ class KeepBusy:
         seen = [waiting for at, waiting in self.samples if at >= since]
         return min(seen) if seen else None
 
-    def wait_full(self, timeout: float = 30) -> float:
-        """Wait until the queue holds the whole backlog; returns when (time.monotonic())."""
+    def wait_full(self, timeout: float = 30, after: float = float("-inf")) -> float:
+        """Wait until the queue holds the whole backlog in a look taken after `after` (time.monotonic()); returns
+        when. After a Redis restart pass the restart's time: until the thread has reconnected, its last look is
+        still the full queue of the Redis that is gone."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.samples and self.samples[-1][1] >= self.backlog:
+            if self.samples and self.samples[-1][0] > after and self.samples[-1][1] >= self.backlog:
                 return self.samples[-1][0]
             time.sleep(self.interval)
         raise AssertionError(f"the broker never held {self.backlog} waiting messages (last: {self.samples[-1:]})")

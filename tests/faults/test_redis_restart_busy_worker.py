@@ -41,7 +41,7 @@ def test_a_message_lost_with_redis_is_sent_again_while_the_queue_is_never_empty(
             lost_at = time.monotonic()
             [job] = jobs(stack, request_id)
             assert (job.status, job.attempts) == ("queued", 0) and job.dispatched_at is not None
-            refilled_at = busy.wait_full()
+            refilled_at = busy.wait_full(after=lost_at)
 
             job = wait_for_job(stack, request_id, "succeeded", "failed", timeout=DEADLINE)
             done_in = time.monotonic() - lost_at
