@@ -4,9 +4,12 @@ worker logs. Tables: provisioning.ProvisioningJob, provisioning.GangNotification
 `portal.admin_mixins.BackgroundJobAdminMixin`."""
 from __future__ import annotations
 
-from django.db import models
+from collections.abc import Callable
 
-QUEUED = "queued"
+from django.db import models
+from django.utils import timezone
+
+QUEUED, RETRYING, SENT, FAILED = "queued", "retrying", "sent", "failed"
 
 
 class BackgroundJob(models.Model):
@@ -20,3 +23,24 @@ class BackgroundJob(models.Model):
     class Meta:
         abstract = True
         ordering = ["-created_at", "-id"]
+
+
+def delivery_attempt(row, send: Callable, *, permanent: type[Exception] | tuple, transient: type[Exception] | tuple,
+                     ) -> tuple[str, Exception | None]:
+    """One attempt at sending a notice row (locked by the caller, inside its transaction), recorded on the row:
+    sent, failed for good on a `permanent` error, or waiting to retry on a `transient` one. The transient error is
+    returned, not raised, so the caller raises it after its transaction has committed the attempt."""
+    row.attempts += 1
+    try:
+        send(row)
+    except permanent as exc:
+        row.status, row.message = FAILED, str(exc)
+        row.save()
+        return FAILED, None
+    except transient as exc:
+        row.status, row.message = RETRYING, f"Attempt {row.attempts} failed: {exc}"
+        row.save()
+        return RETRYING, exc
+    row.status, row.sent_at, row.message = SENT, timezone.now(), ""
+    row.save()
+    return SENT, None

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from .choices import NoticeChannel, NoticeStatus
 from .models import Notice, Team
+from .jobs import delivery_attempt
 from .webhooks import WebhookFailed, webhook_post, webhook_request
 
 logger = logging.getLogger(__name__)
@@ -99,22 +100,10 @@ def notice_deliver(*, notice_id: int) -> str:
         notice = Notice.objects.select_for_update(no_key=True, of=("self",)).select_related("team").get(pk=notice_id)
         if notice.status in (NoticeStatus.SENT, NoticeStatus.FAILED):
             return "skipped"
-        notice.attempts += 1
-        try:
-            _send(notice)
-        except WebhookFailed as exc:
-            notice.status, notice.message = NoticeStatus.FAILED, str(exc)
-            notice.save()
-            return NoticeStatus.FAILED
-        except TransientNoticeError as exc:
-            notice.status, notice.message = NoticeStatus.RETRYING, f"Attempt {notice.attempts} failed: {exc}"
-            notice.save()
-            failure = exc
-        else:
-            notice.status, notice.sent_at, notice.message = NoticeStatus.SENT, timezone.now(), ""
-            notice.save()
-            return NoticeStatus.SENT
-    raise failure
+        outcome, failure = delivery_attempt(notice, _send, permanent=WebhookFailed, transient=TransientNoticeError)
+    if failure is not None:
+        raise failure
+    return outcome
 
 
 def notice_fail(*, notice_id: int, message: str) -> None:

@@ -17,6 +17,7 @@ from intake import events
 from intake.choices import EventKind
 from intake.models import GpuRequest
 from portal.dispatch import send_now
+from portal.jobs import delivery_attempt
 from portal.models import Team
 from portal.webhooks import WebhookFailed, webhook_post, webhook_request
 
@@ -181,27 +182,18 @@ def gang_notification_deliver(*, notification_id: int) -> str:
         notification = GangNotification.objects.select_for_update(no_key=True).get(pk=notification_id)
         if notification.status in (NotificationStatus.SENT, NotificationStatus.FAILED):
             return "skipped"
-        notification.attempts += 1
-        try:
-            if notification.channel == NotificationChannel.EMAIL:
-                _send_email(notification)
-            else:
-                _post_webhook(notification)
-        except PermanentDeliveryError as exc:
-            notification.status, notification.message = NotificationStatus.FAILED, str(exc)
-            notification.save()
-            return NotificationStatus.FAILED
-        except TransientDeliveryError as exc:
-            notification.status = NotificationStatus.RETRYING
-            notification.message = f"Attempt {notification.attempts} failed: {exc}"
-            notification.save()
-            failure = exc
-        else:
-            notification.status, notification.sent_at, notification.message = (
-                NotificationStatus.SENT, timezone.now(), "")
-            notification.save()
-            return NotificationStatus.SENT
-    raise failure
+        outcome, failure = delivery_attempt(notification, _send, permanent=PermanentDeliveryError,
+                                            transient=TransientDeliveryError)
+    if failure is not None:
+        raise failure
+    return outcome
+
+
+def _send(notification: GangNotification) -> None:
+    if notification.channel == NotificationChannel.EMAIL:
+        _send_email(notification)
+    else:
+        _post_webhook(notification)
 
 
 def gang_notification_fail(*, notification_id: int, message: str) -> None:
