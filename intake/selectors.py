@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import DecimalField, Prefetch, QuerySet, Sum, prefetch_related_objects
+from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, prefetch_related_objects
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
@@ -132,6 +132,15 @@ def request_list_brief(*, user, with_decision: bool = False) -> QuerySet[GpuRequ
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     return queryset.order_by("-created_at", "-id")
+
+
+def request_list_rows(*, user, with_decision: bool = False) -> QuerySet:
+    """`request_list_brief` as plain rows (dicts) for the API's list: the team's slug read in the same query,
+    without building a model instance per request and per team (a third of a page's cost at 50 a page)."""
+    return request_list_brief(user=user, with_decision=with_decision).values(
+        "id", "name", "status", "strategy", "gpu_model", "mig_profile", "created_at", "updated_at",
+        *(["decision"] if with_decision else []), team_slug=F("team__slug"),
+    )
 
 
 def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:

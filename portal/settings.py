@@ -175,7 +175,7 @@ REST_FRAMEWORK = {
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.negotiation.StrictContentNegotiation",
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.StandardPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["portal.api.filters.FilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exceptions.exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",

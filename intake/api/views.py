@@ -10,6 +10,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.prototypes import represent, validate
+
 from .. import leases, selectors, services
 from ..filtersets import RequestFilterSet
 from ..models import GpuRequest
@@ -79,24 +81,27 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 
     def get_queryset(self):
         if self.action == "list":
-            return selectors.request_list_brief(user=self.request.user, with_decision=self._expand_decision())
+            return selectors.request_list_rows(user=self.request.user, with_decision=self._expand_decision())
         return selectors.request_list(user=self.request.user)
 
     def get_object(self):
         return selectors.request_get(user=self.request.user, request_id=self.kwargs["pk"])
 
+    def list(self, request):
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response(
+            represent(RequestListSerializer, page, many=True, expand_decision=self._expand_decision()))
+
+    def retrieve(self, request, pk=None):
+        return Response(represent(RequestSerializer, self.get_object()))
+
     @extend_schema(request=RequestCreateInputSerializer, responses={201: RequestSerializer},
                    summary="Submit a GPU request for a team: it is decided at once and waits for approval")
     def create(self, request):
-        data = RequestCreateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        gpu_request = services.request_submit(
-            user=request.user,
-            team=data.validated_data["team"],
-            name=data.validated_data["name"],
-            raw_answers=data.validated_data["answers"],
-        )
-        return Response(RequestSerializer(selectors.request_loaded(gpu_request=gpu_request)).data,
+        data = validate(RequestCreateInputSerializer, request.data)
+        gpu_request = services.request_submit(user=request.user, team=data["team"], name=data["name"],
+                                              raw_answers=data["answers"])
+        return Response(represent(RequestSerializer, selectors.request_loaded(gpu_request=gpu_request)),
                         status=status.HTTP_201_CREATED)
 
     def _transition(self, request, pk, service, **kwargs):
@@ -105,7 +110,7 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         gpu_request = service(user=request.user, request_id=pk, comment=data.validated_data["comment"],
                               expected_status=data.validated_data.get("expected_status"), **kwargs)
         fresh = selectors.request_get(user=request.user, request_id=gpu_request.pk)
-        return Response(RequestSerializer(fresh).data)
+        return Response(represent(RequestSerializer, fresh))
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Approve a pending request (platform team, not the requester); 409 if it moved on")
@@ -126,7 +131,7 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
         data = LeaseExtendInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         leases.lease_extend(user=request.user, request_id=pk, hours=data.validated_data["hours"])
-        return Response(RequestSerializer(selectors.request_get(user=request.user, request_id=pk)).data)
+        return Response(represent(RequestSerializer, selectors.request_get(user=request.user, request_id=pk)))
 
     @extend_schema(request=CommentInputSerializer, responses={200: RequestSerializer},
                    summary="Cancel a request that is not finished; what it applied is taken down")

@@ -6,6 +6,7 @@ from datetime import timezone as dt_timezone
 
 import django_filters
 from django import forms
+from django_filters.rest_framework import DjangoFilterBackend
 
 BOOLEAN_VALUES = {"true", "false", "1", "0"}
 
@@ -48,6 +49,18 @@ class StrictFilterSet(django_filters.FilterSet):
     def get_form_class(self):
         form_class = super().get_form_class()
         return type(form_class.__name__, (StrictFilterForm, form_class), {})
+
+
+class FilterBackend(DjangoFilterBackend):
+    """django-filter's API backend, which builds a filter set and its form for every list call. With nothing in
+    the query string there is nothing to filter and nothing to refuse (an empty value, a NUL, a wrong choice all
+    need a parameter), so the queryset goes on as it came. The filter set was about 5% of a list call (cProfile,
+    2026-12-01)."""
+
+    def filter_queryset(self, request, queryset, view):
+        if not request.query_params:
+            return queryset
+        return super().filter_queryset(request, queryset, view)
 
 
 def filter_errors(filterset: django_filters.FilterSet) -> dict[str, list[str]]:

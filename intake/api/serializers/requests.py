@@ -160,7 +160,7 @@ class RequestListSerializer(serializers.Serializer):
 
     id = IntegerField(read_only=True)
     name = CharField(read_only=True)
-    team = CharField(source="team.slug", read_only=True)
+    team = CharField(source="team_slug", read_only=True)
     status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
     strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, read_only=True)
     gpu_model = CharField(read_only=True, help_text="the GPU model decided, e.g. H200-141GB")
