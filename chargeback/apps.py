@@ -14,9 +14,9 @@ class ChargebackConfig(AppConfig):
 
         from intake.hooks import register_decision_gate, register_review_section
 
-        from .budget_hooks import budget_gate, budget_review_section
+        from .budget_hooks import budget_gate, budget_gate_reads, budget_review_section
 
-        register_decision_gate(budget_gate)
+        register_decision_gate(budget_gate, reads=budget_gate_reads)
         register_review_section(budget_review_section)
 
         from intake import hooks

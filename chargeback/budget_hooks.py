@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from intake.decisions import REVIEW, summarise
 
-from .budgets import budget_forecast, request_budget_impact, team_budget
+from .budgets import budget_forecast, budget_get, request_budget_impact, team_budget, team_budget_id
 from .choices import BudgetMode
 
 OVER_BUDGET = "OverBudget"
@@ -21,8 +21,21 @@ def impact_words(forecast, *, team_slug: str) -> str:
             f"{forecast.budget.month:%B} budget, {forecast.words()}")
 
 
-def budget_gate(*, team, decision: dict, answers: dict) -> dict:
-    forecast = request_budget_impact(team=team, answers=answers, decision=decision)
+_UNREAD = object()
+
+
+def budget_gate_reads(*, team):
+    """What the gate reads first, for intake to read beside the decision's stamps: the id of the team's budget this
+    month (NULL: none), so a team without a budget costs the submission no query of ours."""
+    return team_budget_id(team=team, month=timezone.now().date())
+
+
+def budget_gate(*, team, decision: dict, answers: dict, read=_UNREAD) -> dict:
+    if read is _UNREAD:
+        forecast = request_budget_impact(team=team, answers=answers, decision=decision)
+    else:
+        budget = budget_get(read) if read is not None else None
+        forecast = request_budget_impact(team=team, answers=answers, decision=decision, budget=budget)
     if forecast is None:
         return decision
     words = impact_words(forecast, team_slug=team.slug)

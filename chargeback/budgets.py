@@ -241,6 +241,15 @@ def team_budget(*, team, month: date) -> Budget | None:
     return Budget.objects.filter(team=team, cost_center="", month=month_start(month)).select_related("team").first()
 
 
+def team_budget_id(*, team, month: date) -> Subquery:
+    """`team_budget`'s id as an expression (NULL: none), for a caller to read beside its own query."""
+    return Subquery(Budget.objects.filter(team=team, cost_center="", month=month_start(month)).values("pk")[:1])
+
+
+def budget_get(budget_id: int) -> Budget | None:
+    return Budget.objects.filter(pk=budget_id).select_related("team").first()
+
+
 def budget_list(*, user, month: date | None = None):
     """Budgets of the teams the user sees (finance and platform: all), newest month first."""
     budgets = Budget.objects.select_related("team")
@@ -252,10 +261,16 @@ def budget_list(*, user, month: date | None = None):
     return budgets.order_by("-month", "team__slug", "cost_center", "pk")
 
 
-def request_budget_impact(*, team, answers: dict, decision: dict, now: datetime | None = None) -> Forecast | None:
-    """The forecast of the team's budget this month if this request were approved too."""
+_LOOK_UP = object()
+
+
+def request_budget_impact(*, team, answers: dict, decision: dict, now: datetime | None = None,
+                          budget: Budget | None | object = _LOOK_UP) -> Forecast | None:
+    """The forecast of the team's budget this month if this request were approved too; `budget` when the caller
+    has already read it (None: the team has none)."""
     now = now or timezone.now()
-    budget = team_budget(team=team, month=now.date())
+    if budget is _LOOK_UP:
+        budget = team_budget(team=team, month=now.date())
     if budget is None:
         return None
     return budget_forecast(budget=budget, now=now, candidate={"answers": answers, "decision": decision})

@@ -6,6 +6,7 @@ next caller reloads; nothing is cached under stamps that moved while it was bein
 never half of one state and half of another."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from portal.errors import NotFound
@@ -32,39 +33,46 @@ class DecisionInputs:
 _cached: DecisionInputs | None = None
 
 
-def decision_input_stamps() -> tuple:
-    """(policy version id, number, activated_at, inventory generation), in one round trip. A policy version's
-    rules cannot change once it is active (only drafts are edited), so the version's identity stamps them; the
-    activation time tells apart two activations of one version when one of them rolled back."""
+def decision_input_stamps(read_beside: Mapping[str, object] | None = None) -> tuple[tuple, dict]:
+    """(policy version id, number, activated_at, inventory generation), in one round trip, with the values of the
+    expressions in `read_beside` (what the decision gates read first, intake.hooks.decision_gate_reads) by name.
+    A policy version's rules cannot change once it is active (only drafts are edited), so the version's identity
+    stamps them; the activation time tells apart two activations of one version when one of them rolled back."""
+    read_beside = read_beside or {}
     row = (
         PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE)
-        .annotate(inventory_generation=inventory_generation())
-        .values_list("pk", "number", "activated_at", "inventory_generation")
+        .annotate(inventory_generation=inventory_generation(), **read_beside)
+        .values_list("pk", "number", "activated_at", "inventory_generation", *read_beside)
         .first()
     )
     if row is None:
         raise NotFound("No routing policy is active; the platform team must sign one off.")
-    return row
+    return row[:4], dict(zip(read_beside, row[4:]))
 
 
 def decision_inputs() -> DecisionInputs:
     """The inputs the decision is made from now: from this process's cache when the stamps still match, else
     loaded (and cached if nothing changed while loading)."""
+    return decision_inputs_reading({})[0]
+
+
+def decision_inputs_reading(read_beside: Mapping[str, object]) -> tuple[DecisionInputs, dict]:
+    """`decision_inputs()`, and the values of `read_beside` read in the same query as the stamps."""
     global _cached
-    stamps = decision_input_stamps()
+    stamps, read = decision_input_stamps(read_beside)
     cached = _cached
     if cached is not None and cached.stamps == stamps:
-        return cached
+        return cached, read
     for _ in range(LOAD_ATTEMPTS):
         version = policy_current()
         loaded = DecisionInputs(stamps=stamps, policy_version=version, policy=policy_spec(version),
                                 inventory=inventory_snapshot())
         # READ COMMITTED: each query above saw what was committed when it ran. Unchanged stamps after them mean no
         # inventory or policy change committed in between (a generation is never reused), so they saw one state.
-        after = decision_input_stamps()
+        after = decision_input_stamps()[0]
         if after == stamps and version.pk == stamps[0]:
             _cached = loaded
-            return loaded
+            return loaded, read
         stamps = after
-    return loaded
+    return loaded, read
 

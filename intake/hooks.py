@@ -7,20 +7,24 @@ so that intake never imports them.
 - Providers: one function each that only an upper layer can supply (provisioning: the inventory snapshot the
   decision reads, the team's quota, the preview's rendered objects). Calling one nobody provided is a programming
   error, said by name.
-- Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate)`, where
-  `gate(team=, decision=, answers=) -> dict` returns the decision (maybe with its automatic approval withdrawn and a
-  stable code added to `review_reasons`), run in order whenever a decision is made for a team; and
-  `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None` adds to the review page.
+- Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate, reads=None)`, where
+  `gate(team=, decision=, answers=[, read=]) -> dict` returns the decision (maybe with its automatic approval
+  withdrawn and a stable code added to `review_reasons`), run in order whenever a decision is made for a team. A gate
+  that must first look something up names it as `reads(team=) -> expression`: intake reads it in the query that
+  reads the decision's stamps and hands the value to the gate as `read`, so a gate with nothing to do costs no
+  round trip. And `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None`
+  adds to the review page.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from django.db.models import QuerySet, Subquery
+    from django.db.models import Expression, QuerySet, Subquery
 
     from .decisions import Inventory
     from .models import GpuRequest
@@ -111,13 +115,23 @@ request_rightsizing: Provider[..., object] = Provider("request_rightsizing")
 
 # --- decision gates and review sections ---
 
-DECISION_GATES: list[Callable[..., dict]] = []
+@dataclass(frozen=True)
+class DecisionGate:
+    gate: Callable[..., dict]
+    reads: Callable[..., Expression] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"gate_read_{self.gate.__module__.replace('.', '_')}_{self.gate.__name__}"
+
+
+DECISION_GATES: list[DecisionGate] = []
 REVIEW_SECTIONS: list[Callable[..., dict | None]] = []
 
 
-def register_decision_gate(gate: Callable[..., dict]) -> None:
-    if gate not in DECISION_GATES:
-        DECISION_GATES.append(gate)
+def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., Expression] | None = None) -> None:
+    if all(known.gate is not gate for known in DECISION_GATES):
+        DECISION_GATES.append(DecisionGate(gate=gate, reads=reads))
 
 
 def register_review_section(section: Callable[..., dict | None]) -> None:
@@ -125,7 +139,17 @@ def register_review_section(section: Callable[..., dict | None]) -> None:
         REVIEW_SECTIONS.append(section)
 
 
-def decision_gated(*, team, decision: dict, answers: dict) -> dict:
-    for gate in DECISION_GATES:
-        decision = gate(team=team, decision=decision, answers=answers)
+def decision_gate_reads(*, team) -> dict[str, Expression]:
+    """What the gates read first for this team, by name: expressions to read beside the decision's stamps."""
+    return {known.name: known.reads(team=team) for known in DECISION_GATES if known.reads is not None}
+
+
+def decision_gated(*, team, decision: dict, answers: dict, read: dict | None = None) -> dict:
+    """The decision through every gate in turn. `read` holds what `decision_gate_reads` named, as read; a gate whose
+    value is not in it looks it up itself."""
+    for known in DECISION_GATES:
+        if read is not None and known.name in read:
+            decision = known.gate(team=team, decision=decision, answers=answers, read=read[known.name])
+        else:
+            decision = known.gate(team=team, decision=decision, answers=answers)
     return decision

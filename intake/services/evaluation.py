@@ -9,9 +9,9 @@ from portal.errors import InvalidInput
 from portal.models import Team
 
 from ..answers import AnswersInvalid, normalise_answers
-from ..decision_inputs import decision_inputs
+from ..decision_inputs import decision_inputs_reading
 from ..decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
-from ..hooks import decision_gated, inventory_snapshot, team_quota_state
+from ..hooks import decision_gate_reads, decision_gated, inventory_snapshot, team_quota_state
 from ..models import PolicyVersion
 from ..questionnaire import NormalisedAnswers
 from ..selectors import policy_current, policy_spec, team_held_under_rule
@@ -22,6 +22,8 @@ class Evaluation:
     answers: NormalisedAnswers
     decision: dict
     policy_version: PolicyVersion
+    # What the decision gates read first for the team (intake.hooks.decision_gate_reads), read with the stamps.
+    gate_reads: dict | None = None
 
 
 class AnswersError(InvalidInput):
@@ -36,16 +38,22 @@ class AnswersError(InvalidInput):
 
 
 def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None, inventory=None,
-                     team: Team | None = None) -> Evaluation:
+                     team: Team | None = None, gates_for: Team | None = None) -> Evaluation:
     """Answers -> decision under a policy version (the active one by default). Stores nothing.
     `raw_answers` may be already normalised (the API's serializer does that), keeping what was defaulted.
-    With `team`, a rule's automatic approval is also held against the team's quota and the rule's per-team cap."""
+    With `team`, a rule's automatic approval is also held against the team's quota and the rule's per-team cap.
+    With `gates_for`, what the decision gates read first for that team comes back as `gate_reads`, for a caller
+    that runs the gates itself (the submission runs them under the team's lock)."""
     try:
         answers = raw_answers if isinstance(raw_answers, NormalisedAnswers) else normalise_answers(raw_answers)
     except AnswersInvalid as exc:
         raise AnswersError(exc.errors) from None
+    read = None
     if policy_version is None and inventory is None:
-        current = decision_inputs()  # the usual case (preview, submit): cached per process, checked per call
+        # The usual case (preview, submit): cached per process, checked per call; what the gates read first for
+        # the team comes in the same query.
+        gated_team = team or gates_for
+        current, read = decision_inputs_reading(decision_gate_reads(team=gated_team) if gated_team else {})
         version, policy, inventory = current.policy_version, current.policy, current.inventory
     else:
         version = policy_version or policy_current()
@@ -56,8 +64,8 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
         raise InvalidInput(exc.message, path=("answers", exc.field)) from None
     if team is not None:
         decision = auto_approval_team_gate(team=team, decision=decision)
-        decision = decision_gated(team=team, decision=decision, answers=answers.values)
-    return Evaluation(answers=answers, decision=decision, policy_version=version)
+        decision = decision_gated(team=team, decision=decision, answers=answers.values, read=read)
+    return Evaluation(answers=answers, decision=decision, policy_version=version, gate_reads=read)
 
 
 def _team_gate_refusal(*, team: Team, decision: dict) -> tuple[str, str] | None:

@@ -39,14 +39,15 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
             "or digit, at most 63 characters.",
             field="name",
         ) from None
-    evaluation = request_evaluate(raw_answers=raw_answers)
+    evaluation = request_evaluate(raw_answers=raw_answers, gates_for=team)
     decision = evaluation.decision
     if decision["auto_approve"]:
         # Under the team's lock, so two submissions cannot both fit under the rule's per-team cap.
         _lock_team_quota(team.pk)
         decision = auto_approval_team_gate(team=team, decision=decision)
     # Later features' say (a budget's forecast); an automatic approval is decided under the team's lock taken above.
-    decision = decision_gated(team=team, decision=decision, answers=evaluation.answers.values)
+    decision = decision_gated(team=team, decision=decision, answers=evaluation.answers.values,
+                              read=evaluation.gate_reads)
     # No savepoint of its own (two round trips fewer): the IntegrityError is turned into an exception that leaves
     # this function's atomic block, which rolls the whole submission back.
     try:

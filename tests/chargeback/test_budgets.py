@@ -12,7 +12,9 @@ from decimal import Decimal
 
 import pytest
 from django.core import mail
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from chargeback.charts import burn_down
@@ -161,6 +163,29 @@ def test_the_same_request_under_a_notify_budget_is_approved_by_its_rule_and_stil
 
     assert body["status"] in ("approved", "provisioning") and body["decision"]["review_reasons"] == []
     assert body["decision"]["budget"]["over"] is True and body["decision"]["budget"]["mode"] == "notify"
+
+
+def test_a_budget_set_between_two_creates_is_seen_by_the_second_and_no_budget_costs_no_query_of_its_own(
+    api, engineer, platform_user, team_a, priced
+):
+    """The gate's lookup is read beside the decision's stamps (intake.hooks.decision_gate_reads): nothing cached, so
+    the budget set in between counts for the very next request; a team without one reads no budget row."""
+    client = api(engineer)
+
+    def create(name):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.post("/api/v1/requests/", {"team": "team-a", "name": name, "answers": NOTEBOOK},
+                                   format="json")
+        assert response.status_code == 201, response.json()
+        own = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "chargeback_budget"')]
+        return response.json()["decision"]["budget"], own
+
+    assert create("before") == (None, [])
+    create_budget(api, platform_user, mode="notify", amount="1.00")
+
+    budget, own = create("after")
+
+    assert budget["mode"] == "notify" and budget["budget_amount"] == "1.00" and len(own) == 1
 
 
 def test_the_forecast_adds_spent_running_and_pending_work(api, engineer, platform_user, team_a, priced):
