@@ -20,6 +20,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from intake.choices import REQUEST_HOLDING, RequestStatus
+from intake.hooks import ScalarSql
 from intake.models import GpuRequest, RequestEvent
 from portal.selectors import team_visible_ids
 
@@ -241,9 +242,15 @@ def team_budget(*, team, month: date) -> Budget | None:
     return Budget.objects.filter(team=team, cost_center="", month=month_start(month)).select_related("team").first()
 
 
-def team_budget_id(*, team, month: date) -> Subquery:
-    """`team_budget`'s id as an expression (NULL: none), for a caller to read beside its own query."""
-    return Subquery(Budget.objects.filter(team=team, cost_center="", month=month_start(month)).values("pk")[:1])
+def team_budget_id(*, team, month: date) -> ScalarSql:
+    """`team_budget`'s id (NULL: none), for a caller to read beside its own query (the decision's stamps). At most
+    one row: a team has one whole-team budget a month (the unique constraint on team, cost centre and month)."""
+    quote = connection.ops.quote_name
+    return ScalarSql(
+        f"SELECT {quote('id')} FROM {quote(Budget._meta.db_table)} WHERE {quote('team_id')} = %s "
+        f"AND {quote('cost_center')} = '' AND {quote('month')} = %s",
+        (team.pk, month_start(month)),
+    )
 
 
 def budget_get(budget_id: int) -> Budget | None:

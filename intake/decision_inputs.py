@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from django.db import connection
+
 from portal.errors import NotFound
 
 from .choices import PolicyStatus
 from .decisions import Inventory, PolicySpec
-from .hooks import inventory_generation, inventory_snapshot
+from .hooks import ScalarSql, inventory_generation, inventory_snapshot
 from .models import PolicyVersion
 from .selectors import policy_current, policy_spec
 
@@ -33,21 +35,25 @@ class DecisionInputs:
 _cached: DecisionInputs | None = None
 
 
-def decision_input_stamps(read_beside: Mapping[str, object] | None = None) -> tuple[tuple, dict]:
-    """(policy version id, number, activated_at, inventory generation), in one round trip, with the values of the
-    expressions in `read_beside` (what the decision gates read first, intake.hooks.decision_gate_reads) by name.
-    A policy version's rules cannot change once it is active (only drafts are edited), so the version's identity
-    stamps them; the activation time tells apart two activations of one version when one of them rolled back."""
+def decision_input_stamps(read_beside: Mapping[str, ScalarSql] | None = None) -> tuple[tuple, dict]:
+    """(policy version id, number, activated_at, inventory generation), in one round trip, with the values of
+    `read_beside` (what the decision gates read first, intake.hooks.decision_gate_reads) by name. A policy version's
+    rules cannot change once it is active (only drafts are edited), so the version's identity stamps them; the
+    activation time tells apart two activations of one version when one of them rolled back. In SQL, as the values
+    read beside it are (intake.hooks.ScalarSql): this query runs for every create and preview."""
     read_beside = read_beside or {}
-    row = (
-        PolicyVersion.objects.filter(status=PolicyStatus.ACTIVE)
-        .annotate(inventory_generation=inventory_generation(), **read_beside)
-        .values_list("pk", "number", "activated_at", "inventory_generation", *read_beside)
-        .first()
-    )
+    values = [inventory_generation(), *read_beside.values()]
+    quote = connection.ops.quote_name
+    sql = (f"SELECT version.{quote('id')}, version.{quote('number')}, version.{quote('activated_at')}, "
+           + ", ".join(f"({value.sql})" for value in values)
+           + f" FROM {quote(PolicyVersion._meta.db_table)} AS version WHERE version.{quote('status')} = %s "
+           f"ORDER BY version.{quote('id')} LIMIT 1")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*(p for value in values for p in value.params), PolicyStatus.ACTIVE.value])
+        row = cursor.fetchone()
     if row is None:
         raise NotFound("No routing policy is active; the platform team must sign one off.")
-    return row[:4], dict(zip(read_beside, row[4:]))
+    return tuple(row[:4]), dict(zip(read_beside, row[4:]))
 
 
 def decision_inputs() -> DecisionInputs:
@@ -56,7 +62,7 @@ def decision_inputs() -> DecisionInputs:
     return decision_inputs_reading({})[0]
 
 
-def decision_inputs_reading(read_beside: Mapping[str, object]) -> tuple[DecisionInputs, dict]:
+def decision_inputs_reading(read_beside: Mapping[str, ScalarSql]) -> tuple[DecisionInputs, dict]:
     """`decision_inputs()`, and the values of `read_beside` read in the same query as the stamps."""
     global _cached
     stamps, read = decision_input_stamps(read_beside)

@@ -10,7 +10,7 @@ so that intake never imports them.
 - Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate, reads=None)`, where
   `gate(team=, decision=, answers=[, read=]) -> dict` returns the decision (maybe with its automatic approval
   withdrawn and a stable code added to `review_reasons`), run in order whenever a decision is made for a team. A gate
-  that must first look something up names it as `reads(team=) -> expression`: intake reads it in the query that
+  that must first look something up names it as `reads(team=) -> ScalarSql`: intake reads it in the query that
   reads the decision's stamps and hands the value to the gate as `read`, so a gate with nothing to do costs no
   round trip. And `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None`
   adds to the review page.
@@ -19,15 +19,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from django.db.models import Expression, QuerySet, Subquery
+    from django.db.models import QuerySet
 
     from .decisions import Inventory
     from .models import GpuRequest
+
+
+class ScalarSql(NamedTuple):
+    """A value a layer above reads for intake inside intake's own query: a scalar subquery (one column, at most one
+    row) and its parameters. SQL rather than a Django expression: building and compiling expressions for every
+    create cost more than the round trip they saved (the stamps query with the budget's id as a Subquery took
+    1.8 ms in Python against 0.4 ms in SQL, measured 2026-12-01)."""
+
+    sql: str
+    params: tuple = ()
 
 
 class QuotaReading(Protocol):
@@ -93,8 +103,8 @@ class Provider(Generic[P, R]):
 
 # The clusters and pools the decision places on (provisioning.selectors.inventory_snapshot).
 inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
-# An expression whose value changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
-inventory_generation: Provider[[], Subquery] = Provider("inventory_generation")
+# A value that changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
+inventory_generation: Provider[[], ScalarSql] = Provider("inventory_generation")
 # Does a request fit its pool now, with its projected GPU-hours and the team's quota
 # (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
 request_fit: Provider[..., dict] = Provider("request_fit")
@@ -118,7 +128,7 @@ request_rightsizing: Provider[..., object] = Provider("request_rightsizing")
 @dataclass(frozen=True)
 class DecisionGate:
     gate: Callable[..., dict]
-    reads: Callable[..., Expression] | None = None
+    reads: Callable[..., ScalarSql] | None = None
 
     @property
     def name(self) -> str:
@@ -129,7 +139,7 @@ DECISION_GATES: list[DecisionGate] = []
 REVIEW_SECTIONS: list[Callable[..., dict | None]] = []
 
 
-def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., Expression] | None = None) -> None:
+def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., ScalarSql] | None = None) -> None:
     if all(known.gate is not gate for known in DECISION_GATES):
         DECISION_GATES.append(DecisionGate(gate=gate, reads=reads))
 
@@ -139,8 +149,8 @@ def register_review_section(section: Callable[..., dict | None]) -> None:
         REVIEW_SECTIONS.append(section)
 
 
-def decision_gate_reads(*, team) -> dict[str, Expression]:
-    """What the gates read first for this team, by name: expressions to read beside the decision's stamps."""
+def decision_gate_reads(*, team) -> dict[str, ScalarSql]:
+    """What the gates read first for this team, by name, to read beside the decision's stamps."""
     return {known.name: known.reads(team=team) for known in DECISION_GATES if known.reads is not None}
 
 

@@ -2,11 +2,12 @@
 found them), and the inventory's generation that stamps it."""
 from __future__ import annotations
 
-from django.db.models import Subquery
+from django.db import connection
 
 from gpu.catalogue import load_catalogue
 from gpu.pools import PoolSpec
 from intake.decisions import ClusterSpec, Inventory
+from intake.hooks import ScalarSql
 
 from ..choices import SharingMode
 from ..dra_inputs import decided_replicas, dra_extended_resources
@@ -92,8 +93,10 @@ def inventory_snapshot() -> Inventory:
     return Inventory(clusters=tuple(clusters), catalogue=catalogue)
 
 
-def inventory_generation() -> Subquery:
-    """The inventory's generation as an expression, for a caller to read beside its own stamps in one query: it
-    changes, in the writing transaction, with every write to what `inventory_snapshot` reads (database triggers,
+def inventory_generation() -> ScalarSql:
+    """The inventory's generation, for a caller to read beside its own stamps in one query: it changes, in the
+    writing transaction, with every write to what `inventory_snapshot` reads (database triggers,
     provisioning.models.InventoryGeneration)."""
-    return Subquery(InventoryGeneration.objects.filter(pk=1).values("generation")[:1])
+    quote = connection.ops.quote_name
+    return ScalarSql(f"SELECT {quote('generation')} FROM {quote(InventoryGeneration._meta.db_table)} "
+                     f"WHERE {quote('id')} = 1")
