@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models import DecimalField, F, Prefetch, QuerySet, Sum, prefetch_related_objects
+from django.db.models import DecimalField, OuterRef, Prefetch, QuerySet, Subquery, Sum, prefetch_related_objects
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from portal.errors import NotFound, PermissionDenied
+from portal.models import Team
 from portal.roles import is_platform
 from portal.selectors import team_can_request_for, team_visible_ids
 
@@ -135,11 +136,13 @@ def request_list_brief(*, user, with_decision: bool = False) -> QuerySet[GpuRequ
 
 
 def request_list_rows(*, user, with_decision: bool = False) -> QuerySet:
-    """`request_list_brief` as plain rows (dicts) for the API's list: the team's slug read in the same query,
-    without building a model instance per request and per team (a third of a page's cost at 50 a page)."""
+    """`request_list_brief` as plain rows (dicts) for the API's list, without a model instance per request and per
+    team (a third of a page's cost at 50 a page). The team's slug comes from a subquery, not a join: the page's
+    count leaves an unused subquery out, where a join would be counted through for every visible row."""
+    team_slug = Subquery(Team.objects.filter(pk=OuterRef("team_id")).values("slug")[:1])
     return request_list_brief(user=user, with_decision=with_decision).values(
         "id", "name", "status", "strategy", "gpu_model", "mig_profile", "created_at", "updated_at",
-        *(["decision"] if with_decision else []), team_slug=F("team__slug"),
+        *(["decision"] if with_decision else []), team_slug=team_slug,
     )
 
 

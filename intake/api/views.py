@@ -66,9 +66,9 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     lookup_value_regex = r"\d+"
 
     def _expand_decision(self) -> bool:
-        query = RequestListQuerySerializer(data=self.request.query_params)
-        query.is_valid(raise_exception=True)
-        return query.validated_data.get("expand") == "decision"
+        if "expand" not in self.__dict__:  # once a request: the queryset and the serializer both ask
+            self.expand = validate(RequestListQuerySerializer, self.request.query_params).get("expand")
+        return self.expand == "decision"
 
     def get_serializer_class(self):
         return RequestListSerializer if self.action == "list" else RequestSerializer

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from intake import selectors
@@ -67,6 +68,9 @@ def test_the_api_list_is_what_a_serializer_built_for_it_gives_with_and_without_d
 
         assert body["results"] == fresh and len(fresh) == 3
         assert ("decision" in body["results"][0]) is expand
+        # The flat-row lookup (portal.api.rows) gives what DRF's own field by field lookup gives.
+        drf = RequestListSerializer(context={"expand_decision": expand})
+        assert fresh == [serializers.Serializer.to_representation(drf, row) for row in rows]
 
 
 def test_each_answer_is_computed_at_its_own_instant(api, engineer, requests_in_several_states):

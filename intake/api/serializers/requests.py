@@ -6,6 +6,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from portal.api.fields import CharField, IntegerField
+from portal.api.rows import FlatRowSerializer
 
 from ...choices import EventKind, RequestStatus
 from ...models import GpuRequest, RequestEvent
@@ -154,9 +155,10 @@ class RequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RequestListSerializer(serializers.Serializer):
-    """A request as a list shows it; the whole record is at its detail URL. With `?expand=decision` the list
-    carries each decision too (the view passes `expand_decision`); otherwise the field is left out, not null."""
+class RequestListSerializer(FlatRowSerializer):
+    """A request as a list shows it, from a row of intake.selectors.request_list_rows; the whole record is at its
+    detail URL. With `?expand=decision` the list carries each decision too (the view passes `expand_decision`);
+    otherwise the field is left out, not null."""
 
     id = IntegerField(read_only=True)
     name = CharField(read_only=True)
