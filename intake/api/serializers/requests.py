@@ -155,10 +155,10 @@ class RequestSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+# Serializes the rows of intake.selectors.request_list_rows (flat dicts, portal.api.rows).
 class RequestListSerializer(FlatRowSerializer):
-    """A request as a list shows it, from a row of intake.selectors.request_list_rows; the whole record is at its
-    detail URL. With `?expand=decision` the list carries each decision too (the view passes `expand_decision`);
-    otherwise the field is left out, not null."""
+    """A request as a list shows it; the whole record is at its detail URL. With `?expand=decision` the list
+    carries each decision too (the view passes `expand_decision`); otherwise the field is left out, not null."""
 
     id = IntegerField(read_only=True)
     name = CharField(read_only=True)
