@@ -159,7 +159,10 @@ def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:
         known |= {"provisioning_jobs": [], "events": recorded_events(gpu_request)}
     for relation, rows in known.items():
         _relation_known(gpu_request, relation, rows)
-    prefetch_related_objects([gpu_request], *[p for p in _request_prefetches() if p.prefetch_through not in known])
+    shown = ["events", *hooks.request_relations_shown()]
+    if any(relation not in known for relation in shown):  # building the Prefetch querysets costs, even unused
+        prefetch_related_objects([gpu_request],
+                                 *[p for p in _request_prefetches() if p.prefetch_through not in known])
     return gpu_request
 
 
