@@ -121,18 +121,26 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     return queryset.order_by("-created_at", "-id")
 
 
+def _requests_visible(*, user) -> QuerySet[GpuRequest]:
+    team_ids = team_visible_ids(user=user)
+    requests = GpuRequest.objects.all()
+    return requests if team_ids is None else requests.filter(team_id__in=team_ids)
+
+
+def _decision_brief() -> dict:
+    """Of the decision, what a list shows, read in SQL."""
+    return {"gpu_model": KeyTextTransform("gpu_model", "decision"),
+            "mig_profile": KeyTextTransform("mig_profile", "decision")}
+
+
 def request_list_brief(*, user, with_decision: bool = False) -> QuerySet[GpuRequest]:
     """The requests this user may see, newest first, with only what a list shows: no answers, no events, and of
     the decision only its GPU model and MIG profile (read in SQL), unless `with_decision`. One query a page, and
     the ordering is served by the index on (created_at, id), so a page is read without sorting every row."""
     columns = ["id", "name", "status", "strategy", "created_at", "updated_at", "team__slug"]
-    queryset = GpuRequest.objects.select_related("team").only(*columns, *(["decision"] if with_decision else []))
-    queryset = queryset.annotate(gpu_model=KeyTextTransform("gpu_model", "decision"),
-                                 mig_profile=KeyTextTransform("mig_profile", "decision"))
-    team_ids = team_visible_ids(user=user)
-    if team_ids is not None:
-        queryset = queryset.filter(team_id__in=team_ids)
-    return queryset.order_by("-created_at", "-id")
+    return (_requests_visible(user=user).select_related("team")
+            .only(*columns, *(["decision"] if with_decision else [])).annotate(**_decision_brief())
+            .order_by("-created_at", "-id"))
 
 
 def request_list_rows(*, user, with_decision: bool = False) -> QuerySet:
@@ -140,9 +148,9 @@ def request_list_rows(*, user, with_decision: bool = False) -> QuerySet:
     team (a third of a page's cost at 50 a page). The team's slug comes from a subquery, not a join: the page's
     count leaves an unused subquery out, where a join would be counted through for every visible row."""
     team_slug = Subquery(Team.objects.filter(pk=OuterRef("team_id")).values("slug")[:1])
-    return request_list_brief(user=user, with_decision=with_decision).values(
-        "id", "name", "status", "strategy", "gpu_model", "mig_profile", "created_at", "updated_at",
-        *(["decision"] if with_decision else []), team_slug=team_slug,
+    return _requests_visible(user=user).order_by("-created_at", "-id").values(
+        "id", "name", "status", "strategy", "created_at", "updated_at", *(["decision"] if with_decision else []),
+        **_decision_brief(), team_slug=team_slug,
     )
 
 
