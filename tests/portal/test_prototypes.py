@@ -71,6 +71,10 @@ def test_the_api_list_is_what_a_serializer_built_for_it_gives_with_and_without_d
         # The flat-row lookup (portal.api.rows) gives what DRF's own field by field lookup gives.
         drf = RequestListSerializer(context={"expand_decision": expand})
         assert fresh == [serializers.Serializer.to_representation(drf, row) for row in rows]
+        # Times in UTC said on the field (portal.api.fields.DateTimeField) read as DRF's default field writes them.
+        assert [item["created_at"] for item in fresh] == [
+            serializers.DateTimeField().to_representation(row["created_at"]) for row in rows]
+        assert fresh[0]["updated_at"].endswith("Z")
 
 
 def test_each_answer_is_computed_at_its_own_instant(api, engineer, requests_in_several_states):

@@ -1,11 +1,12 @@
 """A request as the API shows it: the whole record (detail, create, transitions) and the list's brief form."""
 from __future__ import annotations
 
+from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from portal.api.fields import CharField, IntegerField
+from portal.api.fields import CharField, DateTimeField, IntegerField
 from portal.api.rows import FlatRowSerializer
 
 from ...choices import EventKind, RequestStatus
@@ -14,7 +15,12 @@ from .answers import AnswersSerializer
 from .decision import STRATEGY_CHOICES, DecisionSerializer
 
 
+# The model's times as the API's other times (portal.api.fields.DateTimeField).
+_FIELD_MAPPING = {**serializers.ModelSerializer.serializer_field_mapping, models.DateTimeField: DateTimeField}
+
+
 class RequestEventSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = _FIELD_MAPPING
     actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
     kind = serializers.ChoiceField(choices=EventKind.choices, read_only=True)
 
@@ -29,8 +35,8 @@ class AppliedObjectSerializer(serializers.Serializer):
     namespace = CharField()
     name = CharField()
     uid = CharField()
-    applied_at = serializers.DateTimeField()
-    deleted_at = serializers.DateTimeField(allow_null=True)
+    applied_at = DateTimeField()
+    deleted_at = DateTimeField(allow_null=True)
 
 
 class ProvisioningJobSerializer(serializers.Serializer):
@@ -39,8 +45,8 @@ class ProvisioningJobSerializer(serializers.Serializer):
     status = CharField()
     attempts = IntegerField()
     message = CharField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
+    started_at = DateTimeField(allow_null=True)
+    finished_at = DateTimeField(allow_null=True)
 
 
 # --- status reconciliation (reconcile) --------------------------------------------------------------------------
@@ -48,15 +54,15 @@ class ProvisioningJobSerializer(serializers.Serializer):
 
 class PendingPodSerializer(serializers.Serializer):
     pod = CharField()
-    since = serializers.DateTimeField(allow_null=True)
+    since = DateTimeField(allow_null=True)
     reason = CharField(help_text="e.g. Unschedulable, ImagePullBackOff")
     text = CharField(help_text="why it is pending, in plain words (the scheduler's message)")
 
 
 class GangStallSerializer(serializers.Serializer):
-    started_at = serializers.DateTimeField(help_text="when the running pods began waiting for the pending ones")
-    detected_at = serializers.DateTimeField(help_text="when the portal declared the request stalled")
-    ended_at = serializers.DateTimeField(allow_null=True)
+    started_at = DateTimeField(help_text="when the running pods began waiting for the pending ones")
+    detected_at = DateTimeField(help_text="when the portal declared the request stalled")
+    ended_at = DateTimeField(allow_null=True)
     end_reason = CharField(help_text="recovered, completed, failed, released, cancelled; empty while open")
     running_pods = IntegerField()
     pending_pods = IntegerField()
@@ -66,8 +72,8 @@ class GangStallSerializer(serializers.Serializer):
     )
     burnt_gpu_hours = serializers.SerializerMethodField()
     pending = PendingPodSerializer(source="pending_detail", many=True)
-    notified_at = serializers.DateTimeField(allow_null=True)
-    released_at = serializers.DateTimeField(allow_null=True)
+    notified_at = DateTimeField(allow_null=True)
+    released_at = DateTimeField(allow_null=True)
 
     def _now(self):
         from django.utils import timezone
@@ -86,6 +92,7 @@ class GangStallSerializer(serializers.Serializer):
 
 
 class RequestSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = _FIELD_MAPPING
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     status = serializers.ChoiceField(choices=RequestStatus.choices, read_only=True)
@@ -100,7 +107,7 @@ class RequestSerializer(serializers.ModelSerializer):
     burnt_gpu_hours = serializers.SerializerMethodField(
         help_text="GPU-hours burnt by running pods waiting for the rest of their gang, over all stalls"
     )
-    lease_expires_at = serializers.DateTimeField(read_only=True, allow_null=True,
+    lease_expires_at = DateTimeField(read_only=True, allow_null=True,
                                                  help_text="when the grant is taken down; null: no lease (yet)")
     lease_seconds_left = serializers.SerializerMethodField(help_text="seconds until the lease ends; null: no lease")
 
@@ -167,8 +174,8 @@ class RequestListSerializer(FlatRowSerializer):
     strategy = serializers.ChoiceField(choices=STRATEGY_CHOICES, read_only=True)
     gpu_model = CharField(read_only=True, help_text="the GPU model decided, e.g. H200-141GB")
     mig_profile = CharField(read_only=True, allow_null=True, help_text="the MIG profile; null if none")
-    created_at = serializers.DateTimeField(read_only=True)
-    updated_at = serializers.DateTimeField(read_only=True)
+    created_at = DateTimeField(read_only=True)
+    updated_at = DateTimeField(read_only=True)
     # Not read-only, so that the schema marks it optional: it is there only with ?expand=decision.
     decision = DecisionSerializer(required=False, help_text="only with ?expand=decision")
 
