@@ -276,7 +276,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=12.0, help="per endpoint, over all rounds")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds over the three endpoints")
-    parser.add_argument("--light-seconds", type=float, default=4.0,
+    parser.add_argument("--light-seconds", type=float, default=8.0,
                         help="per endpoint with only as many clients as web workers (service time)")
     parser.add_argument("--list-rows", type=int, default=2000,
                         help="requests visible to the list before the rounds (copies of a submitted one)")
