@@ -32,10 +32,10 @@ def budget_gate_reads(*, team):
 
 def budget_gate(*, team, decision: dict, answers: dict, read=_UNREAD) -> dict:
     if read is _UNREAD:
-        forecast = request_budget_impact(team=team, answers=answers, decision=decision)
+        budget = team_budget(team=team, month=timezone.now().date())
     else:
         budget = budget_get(read) if read is not None else None
-        forecast = request_budget_impact(team=team, answers=answers, decision=decision, budget=budget)
+    forecast = request_budget_impact(budget=budget, answers=answers, decision=decision)
     if forecast is None:
         return decision
     words = impact_words(forecast, team_slug=team.slug)

@@ -268,16 +268,11 @@ def budget_list(*, user, month: date | None = None):
     return budgets.order_by("-month", "team__slug", "cost_center", "pk")
 
 
-_LOOK_UP = object()
-
-
-def request_budget_impact(*, team, answers: dict, decision: dict, now: datetime | None = None,
-                          budget: Budget | None | object = _LOOK_UP) -> Forecast | None:
-    """The forecast of the team's budget this month if this request were approved too; `budget` when the caller
-    has already read it (None: the team has none)."""
+def request_budget_impact(*, budget: Budget | None, answers: dict, decision: dict,
+                          now: datetime | None = None) -> Forecast | None:
+    """The forecast of the team's budget this month (`budget`; None: the team has none) if this request were
+    approved too."""
     now = now or timezone.now()
-    if budget is _LOOK_UP:
-        budget = team_budget(team=team, month=now.date())
     if budget is None:
         return None
     return budget_forecast(budget=budget, now=now, candidate={"answers": answers, "decision": decision})

@@ -89,13 +89,14 @@ def policy_spec(version: PolicyVersion) -> PolicySpec:
     return PolicySpec(version=version.number, rules=tuple(rule_spec(r) for r in version.rules.all()))
 
 
-def _request_prefetches() -> list[Prefetch]:
+def _request_prefetches(*, except_for=()) -> list[Prefetch]:
     """What a request is shown with: its events, then what the layers above registered (intake.hooks; provisioning:
-    applied objects, provisioning jobs and gang stalls), in order."""
-    events = RequestEvent.objects.select_related("actor").order_by("at", "id")
-    return [Prefetch("events", queryset=events)] + [
-        Prefetch(relation, queryset=queryset()) for relation, queryset in hooks.request_relations_shown().items()
-    ]
+    applied objects, provisioning jobs and gang stalls), in order; but the relations in `except_for`, whose
+    querysets are not even built (building them costs, unused or not)."""
+    shown = {"events": lambda: RequestEvent.objects.select_related("actor").order_by("at", "id"),
+             **hooks.request_relations_shown()}
+    return [Prefetch(relation, queryset=queryset()) for relation, queryset in shown.items()
+            if relation not in except_for]
 
 
 def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
@@ -167,10 +168,9 @@ def request_loaded(*, gpu_request: GpuRequest) -> GpuRequest:
         known |= {"provisioning_jobs": [], "events": recorded_events(gpu_request)}
     for relation, rows in known.items():
         _relation_known(gpu_request, relation, rows)
-    shown = ["events", *hooks.request_relations_shown()]
-    if any(relation not in known for relation in shown):  # building the Prefetch querysets costs, even unused
-        prefetch_related_objects([gpu_request],
-                                 *[p for p in _request_prefetches() if p.prefetch_through not in known])
+    missing = _request_prefetches(except_for=known)
+    if missing:
+        prefetch_related_objects([gpu_request], *missing)
     return gpu_request
 
 

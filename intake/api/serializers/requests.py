@@ -108,7 +108,7 @@ class RequestSerializer(serializers.ModelSerializer):
         help_text="GPU-hours burnt by running pods waiting for the rest of their gang, over all stalls"
     )
     lease_expires_at = DateTimeField(read_only=True, allow_null=True,
-                                                 help_text="when the grant is taken down; null: no lease (yet)")
+                                     help_text="when the grant is taken down; null: no lease (yet)")
     lease_seconds_left = serializers.SerializerMethodField(help_text="seconds until the lease ends; null: no lease")
 
     def _now(self):
