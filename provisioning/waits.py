@@ -103,10 +103,10 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
                                             status__in=(RequestStatus.RUNNING, RequestStatus.STALLED))
                   .exclude(pk=gpu_request.pk).order_by("id"))
     if queued_only:
-        cluster = gpu_request.decision.get("cluster")
-        others = [o for o in others if o.decision.get("gang") and o.decision.get("cluster") == cluster]
+        cluster = gpu_request.decision.cluster
+        others = [o for o in others if o.decision.gang and o.decision.cluster == cluster]
     observed: dict[str, float | None] = {}
-    started = _cluster_starts(gpu_request.decision.get("cluster", ""), {o.pk for o in others})
+    started = _cluster_starts(gpu_request.decision.cluster, {o.pk for o in others})
     running = []
     for other in others:
         hours, basis = other.answers.get("expected_hours"), "its start plus its expected_hours"
@@ -119,7 +119,7 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
         # The cluster's own start (its pods' startTime) beats the portal's: that one lags by a reconcile interval.
         start = started.get(other.pk) or other.status_changed_at
         running.append(wait_reasons.Running(
-            label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision["gpu_equivalents"]),
+            label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision.gpu_equivalents),
             started_at=start, expected_end=start + datetime.timedelta(hours=float(hours)) if hours else None,
             basis=basis))
     return running
@@ -137,14 +137,14 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     unblock, estimates = [], []
     kinds = {b.kind for b in blockers}
     if wait_reasons.QUOTA in kinds:
-        quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=0,
+        quota = team_quota_state(team=gpu_request.team, strategy=decision.strategy, requested=0,
                                  exclude_request_id=gpu_request.pk)
-        needed = float(decision["gpu_equivalents"])
+        needed = float(decision.gpu_equivalents)
         if quota.limit is not None:
             shortage = wait_reasons.kueue_quota_shortage(blockers)
             free = max(float(quota.limit) - float(quota.held), 0)
             needed = free + shortage[2] if shortage else needed
-            words = f"{QUOTA_WORDS.get(decision['strategy'], decision['strategy'])} {decision['gpu_model']} GPU " \
+            words = f"{QUOTA_WORDS.get(decision.strategy, decision.strategy)} {decision.gpu_model} GPU " \
                     "equivalents"
             # Kueue's shortage is freed only by what Kueue admitted, not by the team's work outside its queue.
             text, estimate = wait_reasons.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
@@ -153,7 +153,7 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
             unblock.append(text)
             estimates.append(estimate)
     pods_running = sum(1 for p in found["pods"] if p.phase == "Running")
-    wanted = int(decision.get("replicas") or 1)
+    wanted = int(decision.replicas or 1)
     missing: list[str] = []
     if gpu_request.status == RequestStatus.STALLED or (pods_running and pods_running < wanted):
         missing = wait_reasons.missing_members(found["pods"], wanted)

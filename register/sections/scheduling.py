@@ -284,7 +284,7 @@ def _pool_item(snapshot: Snapshot, cluster, pool, pools) -> Item:
     preview = None
     if effective == DEVICE_PLUGIN:
         live = [r for r in snapshot.live_requests
-                if r.decision.get("cluster") == cluster.name and r.decision.get("node_pool") == pool.name]
+                if r.decision.cluster == cluster.name and r.decision.node_pool == pool.name]
         preview = migration_preview(cluster=cluster, pool=pool, requests=live, pools=pools)
         notes += _preview_notes(preview)
         gate = dra_extended_resource(cluster.kubernetes_version)
