@@ -17,6 +17,8 @@ from django.db import transaction
 from django.db.models import Min, OuterRef, Subquery
 from django.utils import timezone
 
+from gpu.gangapi import API_GROUPS
+from gpu.vocabulary import KAI, KUEUE, NATIVE, VOLCANO
 from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
@@ -31,7 +33,7 @@ from .reconcile.facts import pod_fact
 from .selectors import QUOTA_WORDS, cluster_for_request, request_fit, request_manifests, team_quota_state
 
 WAITING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
-GANG_BACKENDS = {"scheduling.volcano.sh": "volcano", "scheduling.run.ai": "kai", "scheduling.k8s.io": "native"}
+GANG_BACKENDS = {API_GROUPS[backend]: backend for backend in (VOLCANO, KAI, NATIVE)}
 
 
 def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None]:
@@ -53,7 +55,7 @@ def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
                          for p in pods]
         queue = (workload["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
         if queue:
-            found["backend"] = "kueue"
+            found["backend"] = KUEUE
             found["workload"] = owned_by(list_objects(kube, *KUEUE_WORKLOAD, namespace=namespace),
                                          kind=workload["kind"], name=workload["metadata"]["name"])
             if found["workload"] is not None:

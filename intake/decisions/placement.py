@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gpu.catalogue import MigProfileSpec
-from gpu.vocabulary import MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
+from gpu.vocabulary import DRA, MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
 from gpu.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
 from portal.text import plural
 
@@ -93,7 +93,7 @@ def candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_mo
             memory = profile.memory_gb
         elif strategy == MPS:
             # The device plugin fails MPS requests for more than one share (failRequestsGreaterThanOne).
-            if pool.scheduling_model != "dra" and answers.gpus_per_replica > 1:
+            if pool.scheduling_model != DRA and answers.gpus_per_replica > 1:
                 continue
             # The MPS control daemon caps each client at 1/replicas of the GPU's memory, unlike time-slicing.
             memory = model.memory_gb / (pool.time_slicing_replicas or 1)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from gpu.catalogue import GpuModelSpec
-from gpu.vocabulary import MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS
+from gpu.vocabulary import DRA, MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS, TRAINING
 
 from ..multinode import multi_node_decision
 from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode
@@ -151,7 +151,7 @@ def rule_answers(answers: Answers, policy: PolicySpec, reasons: Reasons) -> Ruli
 def place(answers: Answers, ruling: Ruling, inventory: Inventory, reasons: Reasons) -> Placement:
     """Step 2: the smallest pool that offers the strategy (or its fallback) and could ever hold every replica."""
     allowed_models = tuple(ruling.outcome.get("gpu_models", ()))
-    needs_gang = answers.workload_class == "training" and answers.replicas > 1
+    needs_gang = answers.workload_class == TRAINING and answers.replicas > 1
     strategy, fallback_from, why = one_device_fallback(ruling.strategy, answers, ruling.outcome, ruling.forbidden)
     strategy, fallback_from, found, skipped = candidates_or_fallback(
         strategy, fallback_from, answers, inventory, outcome=ruling.outcome, forbidden=ruling.forbidden,
@@ -223,9 +223,9 @@ def request_model(answers: Answers, placement: Placement, reasons: Reasons) -> t
     cluster, pool = placement.cluster, placement.pool
     scheduling_model = pool.scheduling_model or cluster.scheduling_model
     extended = (dra_extended_resource(placement.strategy, placement.chosen, answers)
-                if scheduling_model == "dra" else None)
+                if scheduling_model == DRA else None)
     how = "the device plugin (a device count)"
-    if scheduling_model == "dra":
+    if scheduling_model == DRA:
         how = (f"{extended} limits served from DRA devices (a DeviceClass declares it: DRAExtendedResource)"
                if extended else "Dynamic Resource Allocation claims")
     reasons.add(
