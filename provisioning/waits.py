@@ -23,6 +23,7 @@ from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
 from . import wait_reasons
+from .contract import REQUEST_ID, domain_key, parse_time
 from .kube.connection import cluster_connection
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -50,7 +51,7 @@ def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
     cluster = cluster_for_request(gpu_request=gpu_request)
     with KubeClient(cluster_connection(cluster)) as kube:
         pods = list_pods(kube, namespace=namespace,
-                         label_selector=f"{settings.PORTAL_LABEL_DOMAIN}/request-id={gpu_request.pk}")
+                         label_selector=f"{domain_key(settings.PORTAL_LABEL_DOMAIN, REQUEST_ID)}={gpu_request.pk}")
         found["pods"] = [pod_fact(p, request_id=gpu_request.pk, label_domain=settings.PORTAL_LABEL_DOMAIN)
                          for p in pods]
         queue = (workload["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
@@ -93,7 +94,7 @@ def _cluster_starts(cluster: str, request_ids: set[int]) -> dict[int, datetime.d
         for pod in pods or ():
             request_id, at = pod.get("request_id"), pod.get("started_at")
             if request_id in request_ids and at:
-                moment = datetime.datetime.fromisoformat(at.replace("Z", "+00:00"))
+                moment = parse_time(at, strict=True)
                 starts[request_id] = min(moment, starts.get(request_id, moment))
     return starts
 

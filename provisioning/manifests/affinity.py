@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gpu.vocabulary import DRA, MIG
 
+from ..contract import TEAM, domain_key
 from .context import RenderContext
 from .errors import RenderError
 from .labels import selector_for_request
@@ -60,7 +61,7 @@ def build_tenant_anti_affinity(ctx: RenderContext) -> dict:
     `Exists` matters: `NotIn` alone also matches pods without the team label (DaemonSets, system pods), which
     would make every node look occupied by "another tenant".
     """
-    team_key = f"{ctx.domain}/team"
+    team_key = domain_key(ctx.domain, TEAM)
     topology_key = CLIQUE_LABEL if ctx.cluster.pool.nvlink_domain else HOSTNAME_LABEL
     return {
         "requiredDuringSchedulingIgnoredDuringExecution": [
