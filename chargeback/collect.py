@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from provisioning.kube.client import KubeClient
 from provisioning.kube.reads import list_pods
-from provisioning.manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from provisioning.contract import MANAGED_BY, MANAGED_BY_KEY
 from provisioning.kube.connection import cluster_connection
 
 

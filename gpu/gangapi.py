@@ -16,6 +16,10 @@ Native Workload API by minor (kubernetes/api tags kubernetes-1.35.0, kubernetes-
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .vocabulary import KAI, KUEUE, NATIVE, NO_GANG_SCHEDULER, VOLCANO
+
 GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
@@ -30,6 +34,31 @@ NATIVE_API_VERSION = {
 NATIVE_GATES_REQUIRED = {37: (GENERIC_WORKLOAD,)}
 # schedulingConstraints.topology exists from v1alpha2 (1.36) and is guarded by this gate (alpha, off).
 NATIVE_TOPOLOGY_MIN_MINOR = 36
+
+
+
+@dataclass(frozen=True)
+class NativeShape:
+    """What the native gang is at one minor: the API version, the kinds the renderer applies, the pod field that
+    joins a pod to its group, and the API's stage (off by default at every minor so far)."""
+
+    api_version: str
+    kinds: tuple[str, ...]
+    pod_field: str
+    stage: str
+    on_by_default: bool = False
+
+
+NATIVE_SHAPES = {
+    35: NativeShape(NATIVE_API_VERSION[35], ("Workload",), "spec.workloadRef", "alpha"),
+    36: NativeShape(NATIVE_API_VERSION[36], ("Workload", "PodGroup"), "spec.schedulingGroup.podGroupName", "alpha"),
+    37: NativeShape(NATIVE_API_VERSION[37], ("Workload", "PodGroup"), "spec.schedulingGroup.podGroupName", "beta"),
+}
+
+# The API group each backend's objects are served under (reference §5-§8): discovery finds an installed backend by
+# it, the waits tell a PodGroup's backend by it.
+API_GROUPS = {VOLCANO: "scheduling.volcano.sh", KAI: "scheduling.run.ai", KUEUE: "kueue.x-k8s.io",
+              NATIVE: "scheduling.k8s.io"}
 
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
@@ -61,14 +90,14 @@ def topology_refusal(backend: str, minor: int, key: str, name: str, feature_gate
     """(field, why) when a declared gang topology cannot be honoured by the backend, or None."""
     if not key and not name:
         return None
-    if backend == "kueue" and not key:
+    if backend == KUEUE and not key:
         return "gang_topology_key", "Kueue packs a gang by a node label (a level of the flavor's Topology)."
-    if backend == "kai" and not (key and name):
+    if backend == KAI and not (key and name):
         field = "gang_topology_key" if not key else "gang_topology_name"
         return field, "KAI needs both the Topology object's name and the node label of the required level."
-    if backend == "volcano" and not name:
+    if backend == VOLCANO and not name:
         return "gang_topology_name", "Volcano packs a gang by a HyperNode tier name (networkTopology.highestTierName)."
-    if backend == "native":
+    if backend == NATIVE:
         if minor < NATIVE_TOPOLOGY_MIN_MINOR:
             return "gang_topology_key", f"The native Workload API has no topology constraint on 1.{minor} (1.36+)."
         if not key:
@@ -78,17 +107,17 @@ def topology_refusal(backend: str, minor: int, key: str, name: str, feature_gate
                 f"schedulingConstraints.topology needs the {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING} feature gate "
                 "(alpha, off by default); declare it in feature_gates or clear the gang topology."
             )
-    if backend == "none":
+    if backend == NO_GANG_SCHEDULER:
         return "gang_topology_key", "A cluster without a gang scheduler cannot pack a gang."
     return None
 
 
 def topology_words(backend: str, key: str, name: str) -> str:
     """How the gang is kept in one domain, for the decision's reasons (assumes topology_refusal was None)."""
-    if backend == "kueue":
+    if backend == KUEUE:
         return f"Kueue topology-aware scheduling admits it only into one {key} domain (podset-required-topology)"
-    if backend == "kai":
+    if backend == KAI:
         return f"KAI places the PodGroup inside one {key} domain of Topology {name} (requiredTopologyLevel)"
-    if backend == "volcano":
+    if backend == VOLCANO:
         return f"Volcano keeps the PodGroup inside one HyperNode of tier {name} (networkTopology hard)"
     return f"the Kubernetes scheduler keeps the PodGroup inside one {key} domain (schedulingConstraints.topology)"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .vocabulary import DEVICE_PLUGIN
+
 
 @dataclass(frozen=True)
 class PoolSpec:
@@ -25,7 +27,7 @@ class PoolSpec:
     driver_major: int | None = None  # the driver floor the decision checks against
     nvlink_domain: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
-    scheduling_model: str = "device_plugin"  # effective: the pool's, else the cluster's
+    scheduling_model: str = DEVICE_PLUGIN  # effective: the pool's, else the cluster's
     id: int | None = None
     # DRA pools: extended resources (e.g. nvidia.com/gpu) the cluster's DeviceClasses serve from DRA devices
     # (DRAExtendedResource, on by default from Kubernetes 1.36); empty elsewhere.

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 
 from gpu import gangapi
 
+from .decisions.decision import MultiNode
+
 if TYPE_CHECKING:
     from .decisions import ClusterSpec, Inventory, PoolSpec, Reasons
 
 
 def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Inventory, *, needs_gang: bool,
-                        fabric_isolation: str, reasons: Reasons) -> dict | None:
+                        fabric_isolation: str, reasons: Reasons) -> MultiNode | None:
     """How a multi-pod job fails, where it is packed, and whether it gets a ComputeDomain; with the reasons.
     The renderer derives the same from the cluster's settings (gpu/gangapi.py)."""
     multinode_nvlink = inventory.catalogue.model(pool.gpu_model).multinode_nvlink and bool(pool.nvlink_domain)
@@ -49,4 +51,4 @@ def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Invento
         reasons.add("compute_domain", f"{pool.gpu_model} NVLink reaches across nodes, and {why}: the request gets a "
                                       "ComputeDomain of its own (IMEX channel per pod) and stays inside one "
                                       "nvidia.com/gpu.clique.", source="cluster")
-    return {"restart": restart, "topology": topology, "compute_domain": compute_domain}
+    return MultiNode(restart=restart, topology=topology, compute_domain=compute_domain)

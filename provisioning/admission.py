@@ -29,6 +29,7 @@ from intake.models import GpuRequest
 from portal.models import Team
 
 from gpu.catalogue import load_catalogue
+from . import contract
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -52,7 +53,7 @@ from .manifests.admission import (
     workload_owner,
     workload_pod_labels,
 )
-from .manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from .contract import MANAGED_BY, MANAGED_BY_KEY
 from .manifests.names import k8s_name, request_base_name, team_namespace
 from .models import AdmissionWorkload, Cluster
 
@@ -98,9 +99,10 @@ def admission_check_install(*, kube: KubeClient, cluster: Cluster) -> None:
 
 def _portal_request(namespace: str, owner_name: str, labels: dict) -> tuple[GpuRequest | None, str]:
     """The request the portal rendered this work for, or (None, why it is not one) when its labels lie."""
-    request_id = labels.get(f"{settings.PORTAL_LABEL_DOMAIN}/request-id", "")
-    gpu_request = (GpuRequest.objects.select_related("team").filter(pk=int(request_id), origin=RequestOrigin.PORTAL)
-                   .first() if request_id.isdigit() else None)
+    request_id = contract.bound_request_id(
+        contract.pod_identity({"metadata": {"namespace": namespace, "labels": labels}}, settings.PORTAL_LABEL_DOMAIN))
+    gpu_request = (GpuRequest.objects.select_related("team").filter(pk=request_id, origin=RequestOrigin.PORTAL)
+                   .first() if request_id else None)
     if (gpu_request is None or team_namespace(gpu_request.team.slug) != namespace
             or not owner_name.startswith(request_base_name(gpu_request.name, gpu_request.pk))):
         return None, (f"It carries the GPU portal's labels (request {request_id or 'unnamed'}) but is not an object "

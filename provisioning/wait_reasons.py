@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gpu.vocabulary import KAI
+
 QUOTA, CAPACITY, ADMISSION, GANG, SCHEDULING = "quota", "capacity", "admission", "gang", "scheduling"
 
 KUEUE_QUOTA_REASONS = {
@@ -122,7 +124,7 @@ def podgroup_blockers(podgroup: Mapping[str, Any], backend: str) -> list[Blocker
     where = f"{backend.capitalize() if backend != 'kai' else 'KAI'} PodGroup {meta.get('namespace', '')}/" \
             f"{meta.get('name', '')}"
     found = []
-    if backend == "kai":
+    if backend == KAI:
         for condition in _conditions(status, "schedulingConditions"):
             reasons = condition.get("reasons") or [{"reason": condition.get("reason", ""),
                                                     "message": condition.get("message", "")}]

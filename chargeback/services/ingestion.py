@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, STRATEGIES
+from intake.decisions import Decision
 from intake.models import GpuRequest
 from portal.models import Team
 from provisioning.choices import SchedulingModel
@@ -55,14 +56,14 @@ class _RequestRow:
     team_id: int
     team_slug: str
     cost_center: str
-    decision: dict
+    decision: Decision
 
 
 def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     """The request rows, teams and time-sliced pools the records refer to: three queries, whatever the count."""
     request_ids = {r.request_id for r in records if r.request_id}
     requests = {
-        pk: _RequestRow(team_id, slug, cost_center, decision or {})
+        pk: _RequestRow(team_id, slug, cost_center, decision)
         for pk, team_id, slug, cost_center, decision in GpuRequest.objects.filter(pk__in=request_ids).values_list(
             "pk", "team_id", "team__slug", "team__cost_center", "decision"
         )
@@ -70,9 +71,9 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     team_slugs = {r.team for r in records if r.team and r.request_id not in requests}
     teams = {slug: (pk, cc) for pk, slug, cc in Team.objects.filter(slug__in=team_slugs).values_list("pk", "slug", "cost_center")}
     pool_keys = {
-        (row.decision.get("cluster"), row.decision.get("node_pool"))
+        (row.decision.cluster, row.decision.node_pool)
         for row in requests.values()
-        if row.decision.get("strategy") in REPLICATED or row.decision.get("node_pool")
+        if row.decision.strategy in REPLICATED or row.decision.node_pool
     }
     pools = {}
     if pool_keys:
@@ -103,7 +104,7 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     """The interval row for one record, or why it cannot be billed (a string)."""
     flags: list[str] = []
     request = requests.get(record.request_id) if record.request_id else None
-    decision = request.decision if request else {}
+    decision = request.decision if request else None
     if request is None:
         flags.append(Flag.UNKNOWN_REQUEST)
         team_id, cost_center = teams.get(record.team, (None, ""))
@@ -114,21 +115,21 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     if record.cluster and record.cluster != cluster_name:
         flags.append(Flag.CLUSTER_MISMATCH)
 
-    def from_request(value, key):
-        if value or not decision.get(key):
+    def from_request(value, decided):
+        if value or not decided:
             return value
         flags.append(Flag.FROM_REQUEST)
-        return decision[key]
+        return decided
 
-    strategy = from_request(record.strategy, "strategy")
-    gpu_model = from_request(record.gpu_model, "gpu_model")
-    mig_profile = from_request(record.mig_profile, "mig_profile") if strategy == "mig" else ""
-    devices = record.devices or from_request(None, "gpus_per_replica")
+    strategy = from_request(record.strategy, decision and decision.strategy)
+    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model)
+    mig_profile = from_request(record.mig_profile, decision and decision.mig_profile) if strategy == "mig" else ""
+    devices = record.devices or from_request(None, decision and decision.gpus_per_replica)
     if strategy not in STRATEGIES:
         return f"{record.namespace}/{record.pod_name}: no sharing strategy"
     if not gpu_model or not devices:
         return f"{record.namespace}/{record.pod_name}: no GPU model or device count"
-    replicas = pools.get((decision.get("cluster"), decision.get("node_pool"))) if decision else None
+    replicas = pools.get((decision.cluster, decision.node_pool)) if decision else None
     key = (strategy, int(devices), gpu_model, mig_profile or "", replicas, record.annotated_equivalents)
     if key not in shares:  # many pods share one request's shape: work it out once per pass
         shares[key] = _share(*key, catalogue=catalogue, policy=policy)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from gpu.catalogue import MigProfileSpec
-from gpu.vocabulary import MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
+from gpu.equivalents import gpu_equivalents
+from gpu.vocabulary import DRA, MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
 from gpu.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
 from portal.text import plural
 
@@ -93,7 +94,7 @@ def candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_mo
             memory = profile.memory_gb
         elif strategy == MPS:
             # The device plugin fails MPS requests for more than one share (failRequestsGreaterThanOne).
-            if pool.scheduling_model != "dra" and answers.gpus_per_replica > 1:
+            if pool.scheduling_model != DRA and answers.gpus_per_replica > 1:
                 continue
             # The MPS control daemon caps each client at 1/replicas of the GPU's memory, unlike time-slicing.
             memory = model.memory_gb / (pool.time_slicing_replicas or 1)
@@ -182,12 +183,9 @@ def smallest(found: list[Candidate]) -> Candidate:
 
 def equivalents(strategy: str, candidate: Candidate, inventory: Inventory, count: int) -> Fraction:
     """GPU equivalents of `count` devices of this candidate: a slice or a share is a fraction of a GPU."""
-    if strategy == MIG:
-        mig = inventory.catalogue.model(candidate.pool.gpu_model).mig
-        return Fraction(candidate.profile.compute_slices, mig.total_slices) * count
-    if strategy in REPLICATED:
-        return Fraction(count, candidate.pool.time_slicing_replicas or 1)
-    return Fraction(count)
+    mig = inventory.catalogue.model(candidate.pool.gpu_model).mig if strategy == MIG else None
+    return gpu_equivalents(strategy, count, mig=mig, profile=candidate.profile,
+                           replicas=candidate.pool.time_slicing_replicas or 1)
 
 
 def dra_extended_resource(strategy: str, candidate: Candidate, answers: Answers) -> str | None:

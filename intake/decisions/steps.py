@@ -3,13 +3,14 @@ rules (strategy, fabric isolation, driver); the inventory gives the pool; the po
 requested; then isolation, the gang, and the grant's terms with the decision written out and summarised."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from gpu.catalogue import GpuModelSpec
-from gpu.vocabulary import MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS
+from gpu.vocabulary import DRA, MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS, TRAINING
 
 from ..multinode import multi_node_decision
+from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec
 from .placement import (Candidate, Skipped, candidates_or_fallback, dra_extended_resource, equivalents,
                         gang_capable, one_device_fallback, smallest)
@@ -63,14 +64,14 @@ class Placement:
 class Terms:
     """What the grant comes with."""
 
-    driver: dict | None
-    lease: dict | None
+    driver: DriverTerms | None
+    lease: Lease | None
     approval: AutoApproval
     equivalents_per_replica: Fraction
 
 
-def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
-    """Return the placement decision as a JSON-ready dict (see docs/policy.md, "The decision")."""
+def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> Decision:
+    """The placement decision (see docs/policy.md, "The decision"); `Decision.to_json()` is how it is stored."""
     reasons = Reasons()
     ruling = rule_answers(answers, policy, reasons)
     placement = place(answers, ruling, inventory, reasons)
@@ -79,37 +80,36 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
     gang, multi_node = gang_up(answers, ruling, placement, inventory, reasons)
     terms = grant_terms(answers, ruling, placement, inventory, reasons)
     chosen, route = placement.chosen, ruling.route
-    decision = {
-        "strategy": placement.strategy,
-        "gpu_model": placement.model.key,
-        "gpu_product": placement.model.product,
-        "mig_profile": chosen.profile.name if chosen.profile else None,
-        "gpus_per_replica": answers.gpus_per_replica,
-        "replicas": answers.replicas,
-        "memory_isolation": memory_isolation,
+    decision = Decision(
+        strategy=placement.strategy,
+        gpu_model=placement.model.key,
+        gpu_product=placement.model.product,
+        mig_profile=chosen.profile.name if chosen.profile else None,
+        gpus_per_replica=answers.gpus_per_replica,
+        replicas=answers.replicas,
+        memory_isolation=memory_isolation,
         # MPS caps each client's device memory; no other strategy has a per-client limit.
-        "memory_limit_gb": round(chosen.gpu_memory_gb, 1) if placement.strategy == MPS else None,
-        "fabric_isolation": ruling.fabric_isolation,
-        "gang": gang,
-        "multi_node": multi_node,
-        "driver": terms.driver,
-        "lease": terms.lease,
-        "cluster": placement.cluster.name,
-        "node_pool": placement.pool.name,
-        "scheduling_model": scheduling_model,
-        "dra_extended_resource": extended,
-        "policy_version": policy.version,
-        "rule": route.key if route else None,
-        "guardrails": sorted(set(ruling.guardrails_applied)),
-        "auto_approve": terms.approval.granted,
-        "review_reasons": list(terms.approval.review_codes),
-        "auto_approve_limits": terms.approval.limits,
-        "gpu_equivalents_per_replica": float(round(terms.equivalents_per_replica, 6)),
-        "gpu_equivalents": float(round(terms.equivalents_per_replica * answers.replicas, 6)),
-        "reasons": reasons.items,
-    }
-    decision["summary"] = summarise(decision, answers)
-    return decision
+        memory_limit_gb=round(chosen.gpu_memory_gb, 1) if placement.strategy == MPS else None,
+        fabric_isolation=ruling.fabric_isolation,
+        gang=gang,
+        multi_node=multi_node,
+        driver=terms.driver,
+        lease=terms.lease,
+        cluster=placement.cluster.name,
+        node_pool=placement.pool.name,
+        scheduling_model=scheduling_model,
+        dra_extended_resource=extended,
+        policy_version=policy.version,
+        rule=route.key if route else None,
+        guardrails=tuple(sorted(set(ruling.guardrails_applied))),
+        auto_approve=terms.approval.granted,
+        review_reasons=tuple(terms.approval.review_codes),
+        auto_approve_limits=ApprovalLimits.from_json(terms.approval.limits),
+        gpu_equivalents_per_replica=float(round(terms.equivalents_per_replica, 6)),
+        gpu_equivalents=float(round(terms.equivalents_per_replica * answers.replicas, 6)),
+        reasons=tuple(reasons.items),
+    )
+    return replace(decision, summary=summarise(decision, answers))
 
 
 def rule_answers(answers: Answers, policy: PolicySpec, reasons: Reasons) -> Ruling:
@@ -151,7 +151,7 @@ def rule_answers(answers: Answers, policy: PolicySpec, reasons: Reasons) -> Ruli
 def place(answers: Answers, ruling: Ruling, inventory: Inventory, reasons: Reasons) -> Placement:
     """Step 2: the smallest pool that offers the strategy (or its fallback) and could ever hold every replica."""
     allowed_models = tuple(ruling.outcome.get("gpu_models", ()))
-    needs_gang = answers.workload_class == "training" and answers.replicas > 1
+    needs_gang = answers.workload_class == TRAINING and answers.replicas > 1
     strategy, fallback_from, why = one_device_fallback(ruling.strategy, answers, ruling.outcome, ruling.forbidden)
     strategy, fallback_from, found, skipped = candidates_or_fallback(
         strategy, fallback_from, answers, inventory, outcome=ruling.outcome, forbidden=ruling.forbidden,
@@ -223,9 +223,9 @@ def request_model(answers: Answers, placement: Placement, reasons: Reasons) -> t
     cluster, pool = placement.cluster, placement.pool
     scheduling_model = pool.scheduling_model or cluster.scheduling_model
     extended = (dra_extended_resource(placement.strategy, placement.chosen, answers)
-                if scheduling_model == "dra" else None)
+                if scheduling_model == DRA else None)
     how = "the device plugin (a device count)"
-    if scheduling_model == "dra":
+    if scheduling_model == DRA:
         how = (f"{extended} limits served from DRA devices (a DeviceClass declares it: DRAExtendedResource)"
                if extended else "Dynamic Resource Allocation claims")
     reasons.add(
@@ -254,12 +254,12 @@ def isolate(ruling: Ruling, placement: Placement, reasons: Reasons) -> str:
 
 
 def gang_up(answers: Answers, ruling: Ruling, placement: Placement, inventory: Inventory,
-            reasons: Reasons) -> tuple[dict | None, dict | None]:
+            reasons: Reasons) -> tuple[Gang | None, MultiNode | None]:
     """Step 5: multi-pod training starts all-or-nothing; the multi-node part (restart, packing, ComputeDomain)."""
     gang = None
     cluster = placement.cluster
     if placement.needs_gang:
-        gang = {"min_members": answers.replicas, "backend": cluster.gang_scheduler}
+        gang = Gang(min_members=answers.replicas, backend=cluster.gang_scheduler)
         text = (
             f"All {answers.replicas} replicas start together or none does, through {cluster.gang_scheduler} "
             f"on {cluster.name}."
@@ -290,7 +290,7 @@ def grant_terms(answers: Answers, ruling: Ruling, placement: Placement, inventor
     return Terms(driver=driver, lease=lease, approval=approval, equivalents_per_replica=per_replica)
 
 
-def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) -> dict | None:
+def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) -> DriverTerms | None:
     """The strictest floor of the answer and the rules, and a branch a rule pins the class to."""
     if not driver.min_major:
         return None
@@ -306,4 +306,4 @@ def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) ->
     elif driver.answered:
         reasons.add("driver", f"Only nodes with NVIDIA driver {driver.min_major} or newer ({runs}); you asked "
                               "for this floor.", source="answer")
-    return {"min_major": driver.min_major, "branch": driver.branch}
+    return DriverTerms(min_major=driver.min_major, branch=driver.branch)

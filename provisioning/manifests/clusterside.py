@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpu.vocabulary import KUEUE
+
 from .devices import EXTENDED_RESOURCE_MINOR, GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TIME_SLICING_GATE
 
 # The logical resource each DeviceClass the renderer uses is charged as in Kueue (a qualified name: DNS subdomain
@@ -59,7 +61,7 @@ def dra_requirements(
         return []
     found = []
     classes = device_classes_for(modes)
-    if gang_scheduler == "kueue":
+    if gang_scheduler == KUEUE:
         config = kueue_dra_configuration(classes)
         names = ", ".join(KUEUE_DRA_RESOURCES[c] for c in classes)
         found.append({
@@ -88,7 +90,7 @@ def dra_requirements(
         listing = ", ".join(f"{resource} ({name})" for name, resource in sorted(served.items()))
         text = (f"DeviceClasses serve extended resources: {listing}. Requests without a driver floor are rendered "
                 "with those limits instead of claims" + ("; Kueue charges them by that name without a mapping."
-                                                         if gang_scheduler == "kueue" else "."))
+                                                         if gang_scheduler == KUEUE else "."))
         found.append({"key": "dra_extended_resource", "component": "Kubernetes", "met": True, "text": text})
     else:
         found.append({"key": "dra_extended_resource", "component": "Kubernetes", "met": False,

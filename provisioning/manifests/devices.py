@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu.catalogue import parse_profile
-from gpu.vocabulary import GFD_SHARING_STRATEGY, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
+from gpu.vocabulary import DRA, GFD_SHARING_STRATEGY, KUEUE, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
 
 from .context import RenderContext
 from .errors import RenderError
@@ -61,7 +61,7 @@ class GpuPlacement:
 
 def gpu_placement(ctx: RenderContext) -> GpuPlacement:
     _check_pool(ctx)
-    placement = _dra(ctx) if ctx.cluster.scheduling_model == "dra" else _device_plugin(ctx)
+    placement = _dra(ctx) if ctx.cluster.scheduling_model == DRA else _device_plugin(ctx)
     placement.tolerations = [build_toleration(taint) for taint in ctx.cluster.pool.taints]
     return placement
 
@@ -85,13 +85,13 @@ def _check_pool(ctx: RenderContext) -> None:
         )
     if request.strategy == "mig" and not request.mig_profile:
         raise RenderError("A MIG request needs a MIG profile (e.g. 1g.18gb); the decision carries none.")
-    if request.strategy == MPS and ctx.cluster.scheduling_model == "dra" and not ctx.cluster.dra_mps_support:
+    if request.strategy == MPS and ctx.cluster.scheduling_model == DRA and not ctx.cluster.dra_mps_support:
         raise RenderError(
             f"Cluster {ctx.cluster.name} does not declare the NVIDIA DRA driver's MPSSupport feature gate (alpha, off "
             "by default): the driver would refuse the claim's MPS config. Turn the gate on and declare it on the "
             "cluster, or place the request on a device-plugin MPS pool."
         )
-    if request.strategy == MPS and ctx.cluster.scheduling_model != "dra" and request.gpus_per_replica != 1:
+    if request.strategy == MPS and ctx.cluster.scheduling_model != DRA and request.gpus_per_replica != 1:
         raise RenderError(
             f"An MPS pod asks for one share; this request asks for {request.gpus_per_replica} per replica. The device "
             "plugin fails MPS requests for more than one share (failRequestsGreaterThanOne defaults to true for MPS)."
@@ -250,7 +250,7 @@ def _gpu_config(sharing: dict) -> dict:
 
 def kueue_managed(ctx: RenderContext) -> bool:
     """Kueue admits only workloads carrying its queue-name label, which the renderer puts on Kueue gangs (gang.py)."""
-    return ctx.request.gang is not None and ctx.request.gang.backend == "kueue"
+    return ctx.request.gang is not None and ctx.request.gang.backend == KUEUE
 
 
 def wants_time_slicing_config(ctx: RenderContext) -> bool:

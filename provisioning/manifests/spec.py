@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..contract import DEFAULT_LABEL_DOMAIN
+
 
 @dataclass(frozen=True)
 class TeamSpec:
@@ -93,7 +95,7 @@ class ClusterProfile:
     dra_mps_support: bool = False  # the NVIDIA DRA driver runs with its MPSSupport feature gate
     # Volcano / KAI schedule every pod on the GPU nodes: non-gang pods use that scheduler too.
     gang_scheduler_owns_gpu_nodes: bool = True
-    label_domain: str = "gpu-portal.io"
+    label_domain: str = DEFAULT_LABEL_DOMAIN
     # NVIDIA DRA driver feature gates the platform declares on (Helm `featureGates`), e.g. ("TimeSlicingSettings",).
     dra_feature_gates: tuple[str, ...] = ()
     # Extended resources the cluster's DeviceClasses declare (`spec.extendedResourceName`), as discovery read them.

@@ -18,6 +18,8 @@ Queues, by backend:
 
 from __future__ import annotations
 
+from gpu.vocabulary import KAI, KUEUE, VOLCANO
+
 from .devices import GPU, GPU_DEVICE_CLASS
 from .errors import RenderError
 from .labels import team_labels
@@ -123,7 +125,7 @@ def build_volcano_queue(team: TeamSpec, cluster: ClusterProfile) -> dict:
     }
 
 
-QUEUE_BUILDERS = {"kueue": build_local_queue, "kai": build_kai_queue, "volcano": build_volcano_queue}
+QUEUE_BUILDERS = {KUEUE: build_local_queue, KAI: build_kai_queue, VOLCANO: build_volcano_queue}
 
 
 def render_team(team: TeamSpec, cluster: ClusterProfile) -> list[dict]:

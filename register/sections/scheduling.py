@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from gpu.vocabulary import BOTH, DEVICE_PLUGIN, DRA
 from provisioning.manifests import ManifestInvalid, RenderError, render, render_team, validate_objects
 from provisioning.manifests.clusterside import dra_requirements
 from provisioning.selectors import cluster_profile, request_spec, team_spec
@@ -28,7 +29,6 @@ from .common import (
 )
 
 AREA = Section.SCHEDULING_MODEL
-DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
 MODEL_WORDS = {DEVICE_PLUGIN: "device plugin", DRA: "DRA", BOTH: "both device plugin and DRA"}
 
 # KEP-5004 DRAExtendedResource by Kubernetes minor (reference §4.6): pods asking `nvidia.com/gpu` served from DRA.
@@ -284,7 +284,7 @@ def _pool_item(snapshot: Snapshot, cluster, pool, pools) -> Item:
     preview = None
     if effective == DEVICE_PLUGIN:
         live = [r for r in snapshot.live_requests
-                if r.decision.get("cluster") == cluster.name and r.decision.get("node_pool") == pool.name]
+                if r.decision.cluster == cluster.name and r.decision.node_pool == pool.name]
         preview = migration_preview(cluster=cluster, pool=pool, requests=live, pools=pools)
         notes += _preview_notes(preview)
         gate = dra_extended_resource(cluster.kubernetes_version)

@@ -93,8 +93,8 @@ def test_a_kubectl_job_is_held_until_approved_in_the_admin_then_admitted(kueue_e
 
     found = GpuRequest.objects.get(origin="cluster")
     assert run.found == 1 and found.status == "pending_approval" and found.team.slug == "team-a"
-    assert found.answers["gpus_per_replica"] == 8 and found.decision["gpu_model"] == "H100-80GB"
-    assert "FoundInCluster" in found.decision["review_reasons"] and not found.decision["auto_approve"]
+    assert found.answers["gpus_per_replica"] == 8 and found.decision.gpu_model == "H100-80GB"
+    assert "FoundInCluster" in found.decision.review_reasons and not found.decision.auto_approve
     assert "Found in the cluster: Job gpu-team-a/adhoc-train" in found.events.first().comment
     held = portal_check(fake_kube, workload)
     assert held["state"] == "Pending" and f"request #{found.pk}" in held["message"]

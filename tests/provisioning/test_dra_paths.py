@@ -59,7 +59,7 @@ def pod_template(objects) -> dict:
 def test_a_time_sliced_request_on_kueue_dra_gets_a_claim_template_and_the_declared_driver_config(api, engineer, team_a):
     lab_cluster(dra_feature_gates=["TimeSlicingSettings"])
     notebook = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV)
-    assert (notebook.decision["cluster"], notebook.decision["node_pool"]) == ("gpu-lab", "l40s-ts")
+    assert (notebook.decision.cluster, notebook.decision.node_pool) == ("gpu-lab", "l40s-ts")
 
     objects = manifests(api, engineer, notebook)
 
@@ -106,7 +106,7 @@ def test_a_time_sliced_dra_replica_counts_and_bills_the_devices_its_claim_holds(
     notebook = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV)
 
     # One L40S held by the pod's own claim is one GPU equivalent, not a quarter: nothing shares it.
-    assert notebook.decision["gpu_equivalents"] == 1.0
+    assert notebook.decision.gpu_equivalents == 1.0
     fit = api(engineer).get(f"/api/v1/requests/{notebook.pk}/fit/").json()
     assert fit["demand"]["pods"] == 1 and fit["demand"]["resource"] == "gpu.nvidia.com/gpu"
     # Auto-approved, it holds its GPU: half of the team's 2 GPU equivalents of time-slicing.

@@ -30,7 +30,7 @@ def decide(user, backend, cluster="gpu-east"):
 
 def stall(gpu_request, *, started, ended, equivalents, now):
     return GangStall.objects.create(
-        request=gpu_request, cluster=Cluster.objects.get(name=gpu_request.decision["cluster"]),
+        request=gpu_request, cluster=Cluster.objects.get(name=gpu_request.decision.cluster),
         workload_class="training", started_at=now - started, detected_at=now - started, segment_started_at=now - started,
         ended_at=now - ended if ended is not None else None, running_pods=1, pending_pods=1,
         gpu_equivalents_running=Decimal(equivalents))

@@ -7,6 +7,7 @@ from gpu.vocabulary import STRATEGIES
 from portal.api.fields import CharField, IntegerField
 
 from ...choices import FabricIsolation, MemoryIsolation, ReasonSource
+from ...decisions import Decision
 
 STRATEGY_CHOICES = list(STRATEGIES)
 
@@ -110,6 +111,10 @@ class DecisionSerializer(serializers.Serializer):
     gpu_equivalents = serializers.FloatField()
     reasons = ReasonSerializer(many=True)
     summary = CharField(help_text="the decision in plain words")
+
+    def to_representation(self, instance):
+        # As stored: a rule's caps that it does not set are left out, not null.
+        return super().to_representation(instance.to_json() if isinstance(instance, Decision) else instance)
 
 
 class PreviewSerializer(serializers.Serializer):
