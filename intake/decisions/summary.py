@@ -20,7 +20,12 @@ def summarise(decision: dict, answers: Answers | None = None, *, approval: str |
     """
     model = decision["gpu_model"]
     per = decision["gpus_per_replica"]
-    if decision["strategy"] == MIG:
+    if decision.get("scheduling_model") == "dra" and decision["strategy"] in (TIME_SLICING, MPS):
+        # Each pod's DRA claim holds its GPU alone (steps.dra_share_words): a share in name only.
+        how = "its processes time-sliced" if decision["strategy"] == TIME_SLICING else "an uncapped MPS server"
+        what = (f"a whole {model}" if per == 1 else f"{per} whole {model} GPUs") + f" ({how}: a DRA share is a whole GPU)"
+        memory = "the GPU is yours alone"
+    elif decision["strategy"] == MIG:
         what = f"a hardware-isolated {decision['mig_profile']} slice of an {model}"
         if per > 1:
             what = f"{per} hardware-isolated {decision['mig_profile']} slices of {model} GPUs"

@@ -64,7 +64,8 @@ def gang_topology(ctx: RenderContext) -> tuple[str, str] | None:
     key, name = cluster.gang_topology_key, cluster.gang_topology_name
     if not (key or name):
         return None
-    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates):
+    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates,
+                                dra=cluster.scheduling_model == "dra"):
         return None
     return key, name
 
