@@ -96,8 +96,9 @@ RULES: tuple[Rule, ...] = (
          "server-side applied, read back for its generation.",
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),
     Rule("Kueue admission check: the admissionChecksStrategy field of the team ClusterQueue (server-side apply of "
-         "that field only; the platform's quota stays its own).",
-         APPLY, ("kueue.x-k8s.io",), ("clusterqueues",)),
+         "that field only; the platform's quota stays its own), read first: a queue the platform has not made is "
+         "never created.",
+         (*APPLY, "get"), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Kueue admission check: list and watch Workloads in every namespace.",
          ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
     Rule("Kueue admission check: the check's Active condition and the portal's entry in Workloads' "

@@ -32,4 +32,7 @@ class PoolSpec:
     # DRA pools: extended resources (e.g. nvidia.com/gpu) the cluster's DeviceClasses serve from DRA devices
     # (DRAExtendedResource, on by default from Kubernetes 1.36); empty elsewhere.
     dra_extended_resources: tuple[str, ...] = ()
+    # MIG pools: does mig-manager's nvidia.com/mig.config.state mark the nodes ready (declared, else seen on every
+    # node)? None: not known. Pods require the label only where it is True (provisioning/manifests/affinity.py).
+    mig_ready_label: bool | None = None
 

@@ -20,6 +20,7 @@ FABRIC_ISOLATION_WORDS = {"shared": "shared NVLink fabric", "tenant_exclusive": 
 DECISION_FIELD_WORDS = {
     "strategy": "Sharing strategy", "gpu_model": "GPU model", "mig_profile": "MIG profile",
     "node_pool": "Node pool", "cluster": "Cluster", "scheduling_model": "Scheduling model",
+    "mig_readiness": "MIG readiness",
     "memory_isolation": "Memory isolation", "fabric_isolation": "Fabric isolation", "gang": "Gang scheduling",
     "driver": "NVIDIA driver", "lease": "Lease", "approval": "Approval", "request": "Request", "answers": "Answers",
     "team": "Team", "name": "Name",

@@ -18,9 +18,11 @@ CLUSTERS = [
              "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
             {"name": "h200-mig", "gpu_model": "H200-141GB", "node_count": 2, "gpus_per_node": 8,
              "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-balanced",
+             "mig_readiness_label": True,  # mig-manager applies the layout (the simulated cluster plays it)
              "driver_version": "570.124.06", "node_selector": {DEFAULT_POOL_LABEL: "h200-mig"}},
             {"name": "a100-mig-small", "gpu_model": "A100-80GB", "node_count": 2, "gpus_per_node": 8,
              "sharing_mode": "mig", "mig_strategy": "mixed", "mig_layout": "all-1g.10gb",
+             "mig_readiness_label": True,
              "driver_version": "550.90.07", "node_selector": {DEFAULT_POOL_LABEL: "a100-mig-small"}},
             {"name": "l40s-shared", "gpu_model": "L40S-48GB", "node_count": 2, "gpus_per_node": 4,
              "sharing_mode": "time_slicing", "time_slicing_replicas": 4, "time_slicing_renamed": True,
@@ -34,6 +36,8 @@ CLUSTERS = [
         "kubernetes_version": "1.36",
         "scheduling_model": "dra",
         "gang_scheduler": "native",
+        # Alpha and off on 1.36: the API and the gang plugin (gpu/gangapi.py).
+        "feature_gates": ["GenericWorkload", "GangScheduling"],
         "applier": "gitops",
         "pools": [
             {"name": "b200-train", "gpu_model": "B200-180GB", "node_count": 2, "gpus_per_node": 8,

@@ -22,7 +22,7 @@ from gpu.vocabulary import KAI, KUEUE, NATIVE, VOLCANO
 from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
-from . import wait_reasons
+from . import wait_lifecycle, wait_reasons
 from .contract import REQUEST_ID, domain_key, parse_time
 from .kube.connection import cluster_connection
 from .kube.client import KubeClient
@@ -35,19 +35,23 @@ from .selectors import QUOTA_WORDS, cluster_for_request, request_fit, request_ma
 
 WAITING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
 GANG_BACKENDS = {API_GROUPS[backend]: backend for backend in (VOLCANO, KAI, NATIVE)}
+NATIVE_V1ALPHA1 = "scheduling.k8s.io/v1alpha1"  # Kubernetes 1.35: a Workload and no PodGroup
 
 
-def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None]:
+def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None, dict | None]:
+    """The workload, the gang's PodGroup, and a native Workload with no PodGroup (1.35's v1alpha1)."""
     workload = next(o for o in objects if o["kind"] in ("Job", "Deployment", "JobSet", "StatefulSet"))
     podgroup = next((o for o in objects if o["kind"] == "PodGroup"), None)
-    return workload, podgroup
+    native = next((o for o in objects if o["kind"] == "Workload" and o["apiVersion"] == NATIVE_V1ALPHA1), None)
+    return workload, podgroup, native if podgroup is None else None
 
 
 def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
     """The cluster's side: pods, the Kueue Workload and its queue position, the gang's PodGroup."""
-    workload, podgroup = _backend_objects(objects)
+    workload, podgroup, native = _backend_objects(objects)
     namespace = workload["metadata"]["namespace"]
-    found: dict[str, Any] = {"pods": [], "workload": None, "podgroup": None, "queue": None, "backend": ""}
+    found: dict[str, Any] = {"pods": [], "workload": None, "podgroup": None, "queue": None, "backend": "",
+                             "native_workload": None}
     cluster = cluster_for_request(gpu_request=gpu_request)
     with KubeClient(cluster_connection(cluster)) as kube:
         pods = list_pods(kube, namespace=namespace,
@@ -73,6 +77,11 @@ def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
             found["podgroup"] = next((o for o in list_objects(kube, podgroup["apiVersion"], "PodGroup",
                                                               namespace=namespace)
                                       if o["metadata"]["name"] == name), None)
+        elif native is not None:
+            found["backend"] = "native"
+            found["native_workload"] = next((o for o in list_objects(kube, NATIVE_V1ALPHA1, "Workload",
+                                                                     namespace=namespace)
+                                             if o["metadata"]["name"] == native["metadata"]["name"]), None)
     return found
 
 
@@ -133,8 +142,11 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     blockers: list[wait_reasons.Blocker] = []
     if found["workload"] is not None:
         blockers += wait_reasons.kueue_blockers(found["workload"])
+        blockers += wait_lifecycle.kueue_lifecycle_blockers(found["workload"])
     if found["podgroup"] is not None:
         blockers += wait_reasons.podgroup_blockers(found["podgroup"], found["backend"])
+    if found.get("native_workload") is not None:
+        blockers += wait_lifecycle.native_gang_blockers(found["native_workload"], found["pods"])
     blockers += wait_reasons.pod_blockers(found["pods"])
     decision = gpu_request.decision
     unblock, estimates = [], []

@@ -65,14 +65,18 @@ class MultiNode:
     restart: str | None
     topology: str | None
     compute_domain: bool
+    # A multi-pod NVLink gang without a topology-aware gang: its first pod may take any clique (absent: False).
+    placement_may_stall: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MultiNode:
         return cls(restart=data.get("restart"), topology=data.get("topology"),
-                   compute_domain=bool(data.get("compute_domain")))
+                   compute_domain=bool(data.get("compute_domain")),
+                   placement_may_stall=bool(data.get("placement_may_stall")))
 
     def to_json(self) -> dict:
-        return {"restart": self.restart, "topology": self.topology, "compute_domain": self.compute_domain}
+        return {"restart": self.restart, "topology": self.topology, "compute_domain": self.compute_domain,
+                "placement_may_stall": self.placement_may_stall}
 
 
 @dataclass(frozen=True)

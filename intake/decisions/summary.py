@@ -1,7 +1,7 @@
 """The decision in plain words, as the engineer reads it (stored with the decision, redrawn by pages)."""
 from __future__ import annotations
 
-from gpu.vocabulary import MIG, MPS, TIME_SLICING
+from gpu.vocabulary import DRA, MIG, MPS, TIME_SLICING
 from portal.text import plural
 
 from ..words import GANG_BACKEND_WORDS
@@ -21,7 +21,12 @@ def summarise(decision: Decision, answers: Answers | None = None, *, approval: s
     """
     model = decision.gpu_model
     per = decision.gpus_per_replica
-    if decision.strategy == MIG:
+    if decision.scheduling_model == DRA and decision.strategy in (TIME_SLICING, MPS):
+        # Each pod's DRA claim holds its GPU alone (steps.dra_share_words): a share in name only.
+        how = "its processes time-sliced" if decision.strategy == TIME_SLICING else "an uncapped MPS server"
+        what = (f"a whole {model}" if per == 1 else f"{per} whole {model} GPUs") + f" ({how}: a DRA share is a whole GPU)"
+        memory = "the GPU is yours alone"
+    elif decision.strategy == MIG:
         what = f"a hardware-isolated {decision.mig_profile} slice of an {model}"
         if per > 1:
             what = f"{per} hardware-isolated {decision.mig_profile} slices of {model} GPUs"

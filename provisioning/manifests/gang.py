@@ -15,9 +15,10 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
   owned by a Job they would make Kueue account for the same pods twice, so they are not used. Kueue gates
   admission, not placement: an all-or-nothing *start* also needs `waitForPodsReady` in Kueue's config.
 - native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
-  `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
-  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
-  the `GenericWorkload` gate (off by default in 1.37; gangapi.py). 1.34 has no native gang.
+  `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup` (both only where the cluster declares
+  the alpha `GenericWorkload` and `GangScheduling` gates); 1.37 `v1beta1` Workload + PodGroup
+  (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
+  `GenericWorkload` (off by default in 1.37; gangapi.py). 1.34 has no native gang.
 
 Pods that need no gang (inference, development, one-replica training) on a cluster whose GPU nodes Volcano or
 KAI schedule use that scheduler too (`scheduler_wiring`): two schedulers handing out the same GPUs race, and
@@ -65,7 +66,8 @@ def gang_topology(ctx: RenderContext) -> tuple[str, str] | None:
     key, name = cluster.gang_topology_key, cluster.gang_topology_name
     if not (key or name):
         return None
-    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates):
+    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates,
+                                dra=cluster.scheduling_model == "dra"):
         return None
     return key, name
 

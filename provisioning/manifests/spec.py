@@ -69,6 +69,9 @@ class PoolProfile:
     # Do the pool's nodes carry GFD's nvidia.com/cuda.driver-version.major? None: not known (never synced). DRA-only
     # nodes may run no GFD at all (reference, corrections box item 5), so only a True lets a DRA pod use the label.
     driver_major_label: bool | None = None
+    # MIG pools: does mig-manager's nvidia.com/mig.config.state mark the nodes ready (declared, else seen on every
+    # node at the last sync)? Only a True makes device-plugin MIG pods require it (affinity.py); None: not known.
+    mig_ready_label: bool | None = None
     gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
     gpu_model: str = ""  # catalogue key; when set, the request's model is checked against it (not the SKU)
     dra_product_name: str = ""  # NVML name the pool's DRA devices publish; "" = the request's model's first SKU

@@ -7,10 +7,11 @@ from gpu.vocabulary import REPLICATED
 from intake.decisions import Decision
 
 from ..choices import SchedulingModel, SharingMode, Strategy
-from ..dra_inputs import cluster_extended_resources, dra_device_caps, offered_profiles
+from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
 from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
+from .snapshot import mig_ready_label
 
 
 def _network_peer(namespace: str, pod_labels: dict | None) -> NetworkPeer | None:
@@ -49,6 +50,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
             driver_major_label=(pool.discovered or {}).get("driver_major_label"),
+            mig_ready_label=mig_ready_label(pool),
             gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
             gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
             dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
@@ -102,6 +104,7 @@ def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
                     slices = int(quotas[Strategy.MIG] * profile.total_slices / profile.compute_slices)
                     caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
         dra = dra_device_caps(quotas, dra_pools, catalogue)
+        caps = extended_resource_caps(caps, dra, cluster)
     else:
         dra = {}
     return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps, dra_devices=dra)

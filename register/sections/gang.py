@@ -70,6 +70,14 @@ def approval_hold(cluster, verdict: str) -> dict:
     return {"held_by": held_by, "verdict": verdict, "text": text}
 
 
+def _kai_fair_share_gaps(cluster) -> list[str]:
+    """The cluster's DRA MIG pools when KAI schedules it: their slices are outside KAI's queues (gangapi)."""
+    if cluster.gang_scheduler != "kai":
+        return []
+    return [pool.name for pool in cluster.pools.all() if pool.sharing_mode == "mig"
+            and (pool.scheduling_model or cluster.scheduling_model) == "dra"]
+
+
 def _multi_pod(snapshot: Snapshot) -> tuple[dict, dict]:
     """Per cluster: multi-pod (gang) requests created in the window, and, for those, stalls and GPU-seconds
     burnt up to now. Two queries."""
@@ -128,6 +136,9 @@ def build(snapshot: Snapshot) -> SectionResult:
             notes.append(_native_text(cluster.kubernetes_version, shape))
         hold = approval_hold(cluster, verdict)
         notes.append(hold["text"])
+        kai_gaps = _kai_fair_share_gaps(cluster)
+        if kai_gaps:
+            notes.append(f"{gangapi.KAI_DRA_MIG_GAP} Pools: {', '.join(kai_gaps)}.")
         notes.append(f"{plural(count, 'multi-pod request')} in the last {snapshot.days} days; "
                      f"{stall.get('stalled', 0)} stalled ({plural(stall.get('stalls', 0), 'stall')}), "
                      f"{burnt_hours} GPU-hours burnt while waiting.")
@@ -141,7 +152,7 @@ def build(snapshot: Snapshot) -> SectionResult:
                 "decision": decision_evidence(decision), "conflicts": conflicts,
                 "multi_pod_requests_in_window": count, "stalled_requests": stall.get("stalled", 0),
                 "stalls": stall.get("stalls", 0), "open_stalls": stall.get("open", 0),
-                "burnt_gpu_hours": str(burnt_hours), "approval_hold": hold,
+                "burnt_gpu_hours": str(burnt_hours), "approval_hold": hold, "kai_fair_share_gaps": kai_gaps,
             },
             notes=notes,
         ))  # fmt: skip

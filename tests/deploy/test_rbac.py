@@ -183,6 +183,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     # the Kueue admission check: its AdmissionCheck and the ClusterQueue's strategy, then Workloads' status
     kueue_api = "/apis/kueue.x-k8s.io/v1beta2"
     apply(f"{kueue_api}/admissionchecks/gpu-portal-approval", {"kind": "AdmissionCheck"})
+    request("GET", f"{kueue_api}/clusterqueues/gpu-portal")  # read first: a missing one is never created
     apply(f"{kueue_api}/clusterqueues/gpu-portal", {"kind": "ClusterQueue"})
     request("GET", f"{kueue_api}/admissionchecks/gpu-portal-approval")
     request("PATCH", f"{kueue_api}/admissionchecks/gpu-portal-approval/status", body={"status": {}},

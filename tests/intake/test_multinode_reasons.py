@@ -44,7 +44,7 @@ def test_with_jobset_and_a_topology_the_gang_restarts_whole_and_is_packed(api, e
 
     decision = Decision.from_json(body["decision"])
     assert decision.multi_node == MultiNode(restart="jobset", topology="nvidia.com/gpu.clique",
-                                            compute_domain=False)
+                                            compute_domain=False, placement_may_stall=False)
     restart = _reason(decision, "restart")
     assert restart.source == "cluster" and "restarts the whole gang" in restart.text
     assert "podset-required-topology" in _reason(decision, "topology").text
