@@ -249,7 +249,7 @@ def test_apply_ignores_status_of_kinds_with_a_status_subresource(dyn, kube_clien
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": NS},
-        "spec": {},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
         "status": {"succeeded": 9},
     }
 
