@@ -21,6 +21,7 @@ from kmock._internal import apps, parsing, rendering
 
 from kubesim import apimachinery
 from kubesim.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources
+from kubesim.server import protobuf
 from kubesim.server.discovery import DiscoveryMixin
 from kubesim.server.http import api_error, decode_body, go_bool, parse_api_path, reply, status_body
 from kubesim.server.openapi import OpenAPIMixin
@@ -151,6 +152,10 @@ class KubeEmulator(DiscoveryMixin, OpenAPIMixin, VisibilityMixin, ReadsMixin, Wr
         served = self._served.get(resource) if resource and resource.plural else None
         if served is None:
             raise api_error(404, "NotFound", _NOT_FOUND)
+        content_type = request.headers.get("Content-Type", "")
+        if content_type.startswith(protobuf.CONTENT_TYPE) and request.data is None and request.body:
+            raise api_error(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                            f"{served.kind} in {protobuf.CONTENT_TYPE} is not decoded by the fake; send JSON")
         return await self._serve_resource(request, served)
 
     def _get_discovery(self, path: str, accept: str) -> aiohttp.web.StreamResponse | None:

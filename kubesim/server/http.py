@@ -14,6 +14,7 @@ import kmock
 import yaml
 
 from kubesim.resources import ServedResource
+from kubesim.server import protobuf
 
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
@@ -54,6 +55,11 @@ def parse_api_path(path: str) -> ApiPath | None:
 def decode_body(body: bytes, content_type: str) -> Any:
     if not body:
         return None
+    if content_type.startswith(protobuf.CONTENT_TYPE):
+        try:
+            return protobuf.decode(body)
+        except protobuf.Undecodable:
+            return None  # the route answers 415
     try:
         return json.loads(body)
     except ValueError:
