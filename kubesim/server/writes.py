@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp.web
 from kmock._internal import rendering
 
-from kubesim import apimachinery, patches, validation
+from kubesim import apimachinery, kueue, patches, validation
 from kubesim.resources import ServedResource
 from kubesim.server.http import api_error, bad_request, go_bool, now, reply, unprocessable
 from kubesim.server.store import NAMESPACES
@@ -44,6 +44,8 @@ class WritesMixin:
             raise api_error(409, "AlreadyExists", f'{served.qualified_plural} "{meta["name"]}" already exists',
                             name=meta["name"], group=served.group, kind=served.plural)
         self._check_namespace_writable(served, request.namespace)
+        if served.api_version == "batch/v1" and served.kind == "Job" and self._serves_kind(kueue.KUEUE, "Workload"):
+            kueue.suspend_queued_job(body)  # Kueue's mutating webhook
         new, warnings = self._admitted(request, served, self._initialised(served, body, request.namespace))
         apimachinery.record_update(new, body, self._manager(request), now())
         return self._written(request, key, new, None, warnings, created=True)
@@ -159,6 +161,9 @@ class WritesMixin:
         sent = {"status": new.get("status") or {}} if content_type == JSON_PATCH else {"status": patch.get("status")}
         apimachinery.record_update(new, sent, self._manager(request), now())
         return self._written(request, (served.key, request.namespace, request.name), new, live, [])
+
+    def _serves_kind(self, api_version: str, kind: str) -> bool:
+        return any((s.api_version, s.kind) == (api_version, kind) for s in self._served.values())
 
     # -- what every write goes through -----------------------------------------------------------------------------
 

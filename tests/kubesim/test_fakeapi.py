@@ -104,7 +104,9 @@ def test_create_namespace_answers_201_with_server_metadata(core, kube_client):
     assert created.metadata.uid and created.metadata.resource_version and created.metadata.creation_timestamp
     assert created.metadata.labels == {"kubernetes.io/metadata.name": NS}
     assert core.read_namespace(NS).status.phase == "Active"
-    assert [n.metadata.name for n in core.list_namespace().items] == [NS]
+    # The API server's own namespaces are there from the start.
+    assert [n.metadata.name for n in core.list_namespace().items] == [
+        "default", "kube-node-lease", "kube-public", "kube-system", NS]
 
 
 def test_create_twice_is_a_conflict(dyn, config_maps):
