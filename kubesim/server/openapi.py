@@ -148,9 +148,11 @@ class OpenAPIMixin:
             by_gv.setdefault(_doc_key(served.api_version), []).append(served)
         docs = {}
         for key, served_list in sorted(by_gv.items()):
-            doc = crd_document(served_list) if served_list[0].custom else builtin_document(key)
-            if doc is not None:
-                docs[key] = doc
+            # A built-in group version without an upstream document here (the Workload API of 1.36 and 1.37) gets
+            # one built like a CRD's, its kinds' schemas keeping unknown fields: kubectl then leaves the field
+            # checks to the server instead of asking for /openapi/v2 in protobuf.
+            doc = None if served_list[0].custom else builtin_document(key)
+            docs[key] = doc if doc is not None else crd_document(served_list)
         self._openapi_cache = docs
         return docs
 
