@@ -260,4 +260,6 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_COLLECT_SECONDS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to 60 when unset "
                                               "(usage collected at demo pace)"},
     "SIM_PORT": {"meaning": "the loopback port of the simulated cluster's API server in `./scripts/demo`"},
+    "KUEUE_SIM_PORT": {"meaning": "the loopback port of the demo's second simulated cluster, gpu-kueue (Kueue with "
+                                  "the portal's admission check), in `./scripts/demo` (default: `SIM_PORT` + 100)"},
 }
