@@ -49,6 +49,7 @@ class Flag(models.TextChoices):
     TEAM_MISMATCH = "team_mismatch", "The team label disagrees with the request's team"
     CLUSTER_MISMATCH = "cluster_mismatch", "The cluster label disagrees with the cluster it was read from"
     FROM_REQUEST = "from_request", "A missing annotation was taken from the request's decision"
+    ALLOCATION_MISMATCH = "allocation_mismatch", "The cluster allocated other than the approval: billed as allocated"
 
 
 # Report dimensions, in the order they appear as CSV columns.

@@ -79,6 +79,24 @@ def ordered_group_by(group_by: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in GROUP_BY_CHOICES if name in wanted)
 
 
+def report_scope(*, user, start: date, end: date, now: datetime | None = None,
+                 filters: dict | None = None) -> tuple[str, dict]:
+    """(where, params) of a report over [start, end): the teams `user` sees (None: every team) and the filters,
+    as " AND ..." conditions on columns every line source has (chargeback.report_sql)."""
+    params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
+    conditions = []
+    team_ids = team_visible_ids(user=user) if user is not None else None
+    if team_ids is not None:
+        conditions.append("team_id = ANY(%(team_ids)s::bigint[])")
+        params["team_ids"] = sorted(team_ids)
+    for name, value in (filters or {}).items():
+        if value in (None, ""):
+            continue
+        conditions.append(_FILTERS[name])
+        params[f"f_{name}"] = value
+    return "".join(f" AND {c}" for c in conditions), params
+
+
 def report_query(
     *,
     user,
@@ -92,18 +110,7 @@ def report_query(
     """The report as one SQL statement and its parameters (see the module docstring). `source="raw"` reads
     the raw intervals only: the reference the rollups are tested and benchmarked against."""
     group_by = ordered_group_by(group_by)
-    params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
-    conditions = []
-    team_ids = team_visible_ids(user=user) if user is not None else None
-    if team_ids is not None:
-        conditions.append("team_id = ANY(%(team_ids)s::bigint[])")
-        params["team_ids"] = sorted(team_ids)
-    for name, value in (filters or {}).items():
-        if value in (None, ""):
-            continue
-        conditions.append(_FILTERS[name])
-        params[f"f_{name}"] = value
-    where = "".join(f" AND {c}" for c in conditions)
+    where, params = report_scope(user=user, start=start, end=end, now=now, filters=filters)
 
     inner_keys, outer_select, joins, order = [], [], [], []
     for name in group_by:

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from . import request_views, views
+from . import focus_views, request_views, views
 
 router = SimpleRouter()
 router.register("chargeback/rate-cards", views.RateCardViewSet, basename="rate-card")
@@ -15,5 +15,6 @@ router.register("requests", request_views.RequestRightsizingViewSet, basename="r
 
 urlpatterns = [
     path("chargeback/report/", views.ReportView.as_view(), name="chargeback-report"),
+    path("chargeback/focus/", focus_views.FocusExportView.as_view(), name="chargeback-focus"),
     *router.urls,
 ]
