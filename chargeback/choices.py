@@ -14,7 +14,10 @@ class Category(models.TextChoices):
 ADJUSTMENT = "adjustment"
 WASTE_ADJUSTMENT = "waste_adjustment"
 IDLE_ADJUSTMENT = "idle_adjustment"
-REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT, IDLE_ADJUSTMENT)
+# A hardware-fault credit (chargeback.credits), and its reversal by finance once the credited time was frozen.
+CREDIT = "credit"
+CREDIT_REVERSAL = "credit_reversal"
+REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT, IDLE_ADJUSTMENT, CREDIT, CREDIT_REVERSAL)
 
 
 class EndSource(models.TextChoices):

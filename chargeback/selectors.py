@@ -25,14 +25,14 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Iterator, Sequence
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from portal.selectors import team_visible_ids
 
 from . import report_sql
-from .choices import GROUP_BY_CHOICES
-from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from .choices import GROUP_BY_CHOICES, Flag
+from .models import Adjustment, ClosedPeriod, HardwareCredit, RateCard, UsageCollection, UsageInterval
 from .periods import day_start
 
 # group_by name -> (column in the spans, output columns)
@@ -274,6 +274,34 @@ def adjustment_list(*, user) -> QuerySet[Adjustment]:
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     return queryset.order_by("-booked_at", "started_at", "id")
+
+
+def credit_list(*, user) -> QuerySet[HardwareCredit]:
+    """Hardware-fault credits, newest first, of the teams the user sees."""
+    queryset = HardwareCredit.objects.select_related("team", "reversed_by")
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    return queryset.order_by("-ended_at", "pod_uid", "id")
+
+
+def allocation_mismatches(*, user, start: date, end: date) -> list[dict]:
+    """Requests billed in [start, end) for other devices than were approved (intervals flagged
+    `allocation_mismatch`): what was approved (the decision), what was billed, how many pods."""
+    queryset = UsageInterval.objects.filter(flags__contains=[Flag.ALLOCATION_MISMATCH], started_at__lt=day_start(end))
+    queryset = queryset.exclude(ended_at__lte=day_start(start)).exclude(request=None)
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    rows = (queryset.values("request_id", "request__name", "request__decision", "team__slug", "gpu_model",
+                            "mig_profile", "devices").annotate(pods=Count("pod_uid", distinct=True))
+            .order_by("request_id", "gpu_model", "mig_profile", "devices"))
+    return [{"request": r["request_id"], "request_name": r["request__name"], "team": r["team__slug"],
+             "approved_gpu_model": (r["request__decision"] or {}).get("gpu_model") or "",
+             "approved_mig_profile": (r["request__decision"] or {}).get("mig_profile") or "",
+             "approved_devices": (r["request__decision"] or {}).get("gpus_per_replica"),
+             "billed_gpu_model": r["gpu_model"], "billed_mig_profile": r["mig_profile"],
+             "billed_devices": r["devices"], "pods": r["pods"]} for r in rows]
 
 
 def collection_list() -> QuerySet[UsageCollection]:

@@ -96,6 +96,7 @@ def report(request):
             rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
             month_so_far=_month_so_far(request.user, shown=period),
+            mismatches=selectors.allocation_mismatches(user=request.user, start=period["start"], end=period["end"]),
         )
     return render(request, "chargeback/report.html", context)
 

@@ -9,7 +9,6 @@ from typing import Iterator
 from django.conf import settings
 
 from .. import report_sql
-from ..choices import Flag
 from ..selectors import ReportQuery, report_iter, report_scope
 from .columns import Line, Provider, columns, row
 
@@ -25,12 +24,11 @@ def focus_query(*, user, start: date, end: date, now: datetime | None = None,
     """One statement: every priced line of [start, end) the user sees, in a stable order. Unpriced time (before
     any rate card) has no price and no currency, which every FOCUS cost column needs: it stays in the report."""
     where, params = report_scope(user=user, start=start, end=end, now=now, filters=filters)
-    params["mismatch"] = Flag.ALLOCATION_MISMATCH.value
     sql = f"""
 WITH {report_sql.rollup_lines(where)},
 mismatched AS (  -- requests billed as allocated where the cluster allocated other than the approval
     SELECT DISTINCT request_id, gpu_model, mig_profile FROM chargeback_usageinterval
-    WHERE %(mismatch)s = ANY(flags) AND request_id IS NOT NULL
+    WHERE flags @> ARRAY['allocation_mismatch']::varchar(40)[] AND request_id IS NOT NULL
 )
 SELECT l.day, l.category, l.currency, l.segment, l.cost,
     round(l.device_seconds / 3600, 6), round(l.gpu_equivalent_seconds / 3600, 6),
