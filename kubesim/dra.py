@@ -47,7 +47,7 @@ def _attribute(device: Mapping, driver: str, domain: str, name: str):
 
 
 def matches(expression: str, device: Mapping, driver: str) -> bool:
-    for clause in (c.strip().strip("()").strip() for c in expression.split("&&")):
+    for clause in (c.strip() for c in expression.split("&&")):
         for pattern, kind in _CLAUSES:
             found = pattern.match(clause)
             if found:
