@@ -4,8 +4,10 @@ the share of a GPU that is. Pure: dicts as the API serves them in, dataclasses o
 Where each fact is (kubernetes/api, `resource.k8s.io/v1`, tags kubernetes-1.34.0 to 1.36.0 and
 1.37.0-beta.0, `resource/v1/types.go`; `core/v1/types.go` for the pod):
 
-* the pod's claims: `spec.resourceClaims[].resourceClaimName` (a claim named in the pod), or, for a claim made
-  from a template, `status.resourceClaimStatuses[].resourceClaimName` (`PodResourceClaimStatus`);
+* the pod's claims: `spec.resourceClaims[].resourceClaimName` (a claim named in the pod), for a claim made from a
+  template `status.resourceClaimStatuses[].resourceClaimName` (`PodResourceClaimStatus`), and for GPUs asked for
+  as an extended resource a DeviceClass serves (KEP-5004, DRAExtendedResource) the claim the scheduler made,
+  `status.extendedResourceClaimStatus.resourceClaimName` (`PodExtendedResourceClaimStatus`, from 1.34);
 * what a claim got: `status.allocation.devices.results[]` (`DeviceRequestAllocationResult`): `request`, `driver`,
   `pool`, `device`, and for a device shared by capacity (KEP-5075, `DRAConsumableCapacity`) `shareID` and
   `consumedCapacity` (qualified name -> quantity);
@@ -109,13 +111,16 @@ def pod_claim_names(pod: Mapping) -> list[str]:
     """The ResourceClaims a pod uses: named in its spec, or made for it from a template (its status says which)."""
     named = [c["resourceClaimName"] for c in (pod.get("spec") or {}).get("resourceClaims") or []
              if c.get("resourceClaimName")]
-    generated = [s["resourceClaimName"] for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    status = pod.get("status") or {}
+    generated = [s["resourceClaimName"] for s in status.get("resourceClaimStatuses") or []
                  if s.get("resourceClaimName")]
-    return named + generated
+    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    return named + generated + ([extended] if extended else [])
 
 
 def uses_claims(pod: Mapping) -> bool:
-    return bool((pod.get("spec") or {}).get("resourceClaims"))
+    return bool((pod.get("spec") or {}).get("resourceClaims")
+                or ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName"))
 
 
 def pod_devices(pod: Mapping, *, claims: Mapping[tuple[str, str], Mapping],
@@ -150,10 +155,10 @@ def allocated_shape(devices: list[AllocatedDevice], *, catalogue, policy: str = 
     is not one the catalogue knows (the labels are billed then, as before)."""
     if not devices:
         return None
-    models = {catalogue.model_by_dra_product_name(d.product) for d in devices}
-    if None in models or len(models) != 1:
+    models = [catalogue.model_by_dra_product_name(d.product) for d in devices]
+    if any(m is None for m in models) or len({m.key for m in models}) != 1:
         return None
-    model = models.pop()
+    model = models[0]
     if all(d.kind == "mig" for d in devices):
         if model.mig is None or any(d.profile not in model.mig.profiles for d in devices):
             return None
