@@ -30,7 +30,7 @@ mismatched AS (  -- requests billed as allocated where the cluster allocated oth
     SELECT DISTINCT request_id, gpu_model, mig_profile FROM chargeback_usageinterval
     WHERE flags @> ARRAY['allocation_mismatch']::varchar(40)[] AND request_id IS NOT NULL
 )
-SELECT l.day, l.category, l.currency, l.segment, l.cost,
+SELECT l.day, l.category, l.currency, l.segment, round(l.cost, 2),
     round(l.device_seconds / 3600, 6), round(l.gpu_equivalent_seconds / 3600, 6),
     rc.price_per_equivalent_hour, t.slug, t.name, l.cost_center, l.cluster, l.strategy, l.gpu_model, l.mig_profile,
     l.request_id, r.name, m.request_id IS NOT NULL
