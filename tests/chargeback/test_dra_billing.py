@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from fractions import Fraction
 from io import StringIO
@@ -129,7 +129,8 @@ def lab(start_fake_kube, eager_celery, team_a, engineer, platform_user, django_c
          "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": started, "finishedAt": clock.stamp()}}}]})
     [collection] = usage_collect(cluster_name="gpu-lab")
     assert collection.status == "ok", collection.message
-    return {"fake": fake, "serve": serve, "train": train, "ranks": ranks, "month": add_months(date.fromtimestamp(clock.now), 0)}
+    month = datetime.fromtimestamp(clock.now, UTC).date().replace(day=1)
+    return {"fake": fake, "serve": serve, "train": train, "ranks": ranks, "month": month}
 
 
 def test_a_larger_mig_profile_than_approved_is_billed_as_allocated_and_flagged(lab, api, client, finance_user):
@@ -148,7 +149,7 @@ def test_a_larger_mig_profile_than_approved_is_billed_as_allocated_and_flagged(l
     assert row["mig_profile"] == "2g.35gb"
     client.force_login(finance_user)
     page = client.get("/chargeback/", period)
-    assert b'data-testid="allocation-mismatches"' in page.content
+    assert b'data-testid="allocation-mismatches"' in page.content and b'data-testid="focus-link"' in page.content
     # the other request's pods got what was approved: not flagged
     assert not any("allocation_mismatch" in i.flags for i in UsageInterval.objects.filter(request=lab["train"]))
     per_rank = lab["train"].decision["gpus_per_replica"]
