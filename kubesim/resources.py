@@ -90,6 +90,10 @@ WORKLOAD_API_BY_MINOR: dict[int, tuple[ServedResource, ...]] = {
     ),
 }
 
+# DeviceTaintRule (DRADeviceTaints) by release: kubernetes/api resource/v1alpha3 from 1.33, v1beta2 from 1.36, v1 in
+# 1.37 (tags kubernetes-1.34.0, 1.36.0, 1.37.0-beta.0); served here as by a cluster that turns the gate on.
+DEVICE_TAINT_RULES_BY_MINOR: dict[int, str] = {34: "v1alpha3", 35: "v1alpha3", 36: "v1beta2", 37: "v1"}
+
 CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
     _crd("scheduling.volcano.sh/v1beta1", "podgroups", "PodGroup", True),  # no status subresource in its CRD
     _crd("scheduling.volcano.sh/v1beta1", "queues", "Queue", False, "status"),
@@ -110,7 +114,10 @@ CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
 
 
 def builtin_resources(minor: int) -> tuple[ServedResource, ...]:
-    return BUILTIN_RESOURCES + WORKLOAD_API_BY_MINOR.get(minor, ())
+    taint_rules = DEVICE_TAINT_RULES_BY_MINOR.get(minor)
+    return BUILTIN_RESOURCES + WORKLOAD_API_BY_MINOR.get(minor, ()) + (
+        (_builtin(f"resource.k8s.io/{taint_rules}", "devicetaintrules", "DeviceTaintRule", False, "status"),)
+        if taint_rules else ())
 
 
 def resources_from_crd(crd: Mapping[str, Any]) -> tuple[ServedResource, ...]:

@@ -192,6 +192,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_MIG_EQUIVALENTS": {"section": "chargeback", "meaning": "a MIG slice in GPU equivalents: `compute` "
                                    "(its compute slices / the GPU's) or `memory` (its memory fraction)"},
     "CHARGEBACK_MAX_REPORT_DAYS": {"section": "chargeback", "meaning": "longest report period the API accepts"},
+    "CHARGEBACK_FOCUS_PROVIDER": {"section": "chargeback",
+                                  "meaning": "who bills in the FOCUS export (its Provider, Publisher and InvoiceIssuer)"},
     # logs and metrics
     "LOG_FORMAT": {"section": "ops", "meaning": "`plain` or `json` (one JSON object per line, gunicorn's lines "
                    "too; the image sets `json`)"},

@@ -21,10 +21,13 @@ from portal.models import Team
 from provisioning.choices import SchedulingModel
 from provisioning.models import NodePool
 
+from ..allocation import ClusterFacts
 from ..choices import CollectionStatus, Flag
+from ..credits.services import credits_record
 from ..ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
 from ..models import UsageCollection
 from .adjustments import book_frozen_changes
+from .allocation import bill_as_allocated, mismatches_record
 from .locks import frozen_until, lock_cluster
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ class IngestResult:
     vanished: int = 0
     adjustments: int = 0
     flagged: int = 0
+    credits: int = 0
     skipped: list[str] = field(default_factory=list)
     collection_id: int | None = None
 
@@ -238,11 +242,14 @@ def usage_ingest(
     complete: bool = True,
     source: str = "collector",
     is_demo: bool = False,
+    facts: ClusterFacts | None = None,
 ) -> IngestResult:
     """Turn one read of a cluster's pods into usage intervals: insert new pods, move starts earlier, close
     finished pods, and (when `complete`, i.e. the list held every portal pod of the cluster) close the open
     intervals of pods that disappeared at the last pass that still saw them. Idempotent: reading the same pods
-    again writes nothing. Changes that reach into a closed month become adjustment lines."""
+    again writes nothing. Changes that reach into a closed month become adjustment lines. With `facts` (what the
+    pass read besides the pods), a DRA pod is billed for what its claims were allocated and a pod that failed on
+    an unhealthy device gets its last run credited (chargeback.services.allocation)."""
     now = now or timezone.now()
     pods = list(pods)
     records = pods_usage(pods, label_domain=settings.PORTAL_LABEL_DOMAIN)
@@ -261,8 +268,9 @@ def usage_ingest(
             if isinstance(row, str):
                 result.skipped.append(row)
                 continue
-            result.flagged += bool(row[13])
             rows.append(row)
+        rows, mismatches = bill_as_allocated(rows, pods, facts=facts, catalogue=catalogue, policy=policy)
+        result.flagged = sum(bool(row[13]) for row in rows)
         horizon = frozen_until()
         changes: list[tuple] = []
         with connection.cursor() as cursor:
@@ -293,6 +301,8 @@ def usage_ingest(
                         changes.extend(v for v in vanished if v[1] < horizon)
         if changes and horizon:
             result.adjustments = book_frozen_changes(changes, horizon=horizon, reason=f"late data from {source}")
+        mismatches_record(mismatches)
+        result.credits = len(credits_record(pods=pods, facts=facts))
         collection = UsageCollection.objects.create(
             cluster=cluster_name, listed_at=now, complete=complete, source=source, pods_seen=result.pods_seen,
             intervals_inserted=result.inserted, intervals_updated=result.updated,

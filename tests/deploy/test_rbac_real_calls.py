@@ -109,6 +109,8 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         assert inventory_sync(cluster=cluster).status == "synced"
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)  # resumes with a watch
+    # A failed DRA pod: metering reads its claims, the devices' taint rules and its node for a hardware credit.
+    fake.patch_status("v1", "Pod", "dra-0", "gpu-team-a", {"phase": "Failed"})
     usage_collect()
     for name in ("gpu-h200-1", "gpu-h200-2"):
         fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))
