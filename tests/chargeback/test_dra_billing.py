@@ -59,6 +59,7 @@ def lab(start_fake_kube, eager_celery, team_a, engineer, platform_user, django_c
     fake = start_fake_kube(git_version="v1.36.1")
     cluster_declare(
         name="gpu-lab", kubernetes_version="1.36", scheduling_model="dra", gang_scheduler="native", applier="gitops",
+        feature_gates=["GenericWorkload", "GangScheduling"],  # the native gang's alpha gates on 1.36 (KEP-4671)
         pools=[
             {"name": "b200-train", "gpu_model": "B200-180GB", "node_count": 1, "gpus_per_node": 8,
              "sharing_mode": "exclusive", "node_selector": {"gpu-portal.io/pool": "b200-train"}},

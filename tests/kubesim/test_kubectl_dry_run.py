@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubesim.runner import write_kubeconfig
 from provisioning.manifests import render_all
@@ -58,7 +59,8 @@ def test_every_rendered_kind_passes_a_server_dry_run(minor, start_fake_kube, tmp
     for ns in {o["metadata"].get("namespace") for o in others} - {None}:  # dry runs need a real namespace
         fake.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
-    body = "\n---\n".join(json.dumps(obj) for obj in namespaces + others)  # a stream, as kubectl users write
+    # A YAML stream, as kubectl users write it (a stream that starts with '{' is read as one JSON document).
+    body = "---\n".join(yaml.safe_dump(obj, sort_keys=False) for obj in namespaces + others)
     done = run(kubeconfig, tmp_path / "cache", "apply", "--dry-run=server", "-f", "-", stdin=body)
 
     assert done.returncode == 0, done.stderr
