@@ -120,6 +120,7 @@ def tokens_revoke_selected(*, actor, token_ids) -> int:
     return sum(token_revoke(actor=actor, token_id=token_id).revoked_at is not None for token_id in token_ids)
 
 
+@transaction.atomic
 def token_revoke(*, actor, token_id: int) -> ApiToken:
     """Revoke one token: its owner may, and the platform team (whose admin calls this too). Revoking twice is
     harmless; another user's token is not found, as if it did not exist."""

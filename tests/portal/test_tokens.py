@@ -183,3 +183,19 @@ def test_clear_tokens_of_the_old_table_keep_working_after_the_migration(engineer
     migrated = ApiToken.objects.get(user=engineer, name="migrated")
     assert migrated.prefix == old_key[:8] and timezone.now() - migrated.created_at > timedelta(days=29)
     assert as_token(old_key).get(ME).json()["username"] == "eve"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_owner_revokes_a_token_outside_any_test_transaction(api, engineer):
+    """As in production, every request in autocommit mode (no test transaction around it): the owner's DELETE and
+    the page's revoke each end the token at once."""
+    issued = api(engineer).post(TOKENS, {"name": "leaked"}).json()
+    assert as_token(issued["token"]).get(ME).status_code == 200
+    assert api(engineer).delete(f"{TOKENS}{issued['id']}/").status_code == 204
+    assert as_token(issued["token"]).get(ME).status_code == 401
+
+    page_issued = api(engineer).post(TOKENS, {"name": "leaked-too"}).json()
+    browser = Client()
+    browser.force_login(engineer)
+    assert browser.post(f"/accounts/tokens/{page_issued['id']}/revoke/").status_code == 302
+    assert as_token(page_issued["token"]).get(ME).status_code == 401
