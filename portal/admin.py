@@ -8,7 +8,7 @@ from . import services
 from .admin_empty import EmptyExplainedMixin
 from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin
 from .errors import DomainError
-from .models import ApiToken, Membership, Notice, Team
+from .models import ApiToken, Membership, Notice, SignOnIdentity, Team
 from .services import team_webhook_set
 
 admin.site.site_header = "GPU Golden Path: platform admin"
@@ -109,3 +109,22 @@ class NoticeAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin
     list_filter = ["channel"]
     search_fields = ["key", "team__slug", "target"]
     list_select_related = ["team"]
+
+
+@admin.register(SignOnIdentity)
+class SignOnIdentityAdmin(EmptyExplainedMixin, PlatformAdminMixin, admin.ModelAdmin):
+    """Which identity of the provider signs on as which account. Rows are made by sign-ons and by
+    `manage.py link_sign_on`; deleting one unlinks it (the next sign-on of that identity gets an account of its own)."""
+
+    empty_why = "Identities are linked when someone signs on with single sign-on (OIDC) or by manage.py link_sign_on."
+    list_display = ["user", "subject", "issuer", "linked_by", "linked_at"]
+    list_filter = ["linked_by", "issuer"]
+    search_fields = ["user__username", "subject", "issuer"]
+    list_select_related = ["user"]
+    readonly_fields = list_display
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

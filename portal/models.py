@@ -6,7 +6,7 @@ from django.db import models
 from portal.encryption import EncryptedTextField
 from portal.outbound import validate_outbound_url
 
-from .choices import NoticeChannel, NoticeStatus
+from .choices import NoticeChannel, NoticeStatus, SignOnLink
 from .jobs import BackgroundJob
 
 slug_validator = RegexValidator(
@@ -96,3 +96,27 @@ class Notice(BackgroundJob):
 
     def __str__(self) -> str:
         return f"{self.key} by {self.channel}: {self.status}"
+
+
+class SignOnIdentity(models.Model):
+    """The identity provider's account a portal user signs on as: its issuer and subject (OpenID Connect Core 1.0,
+    section 2: `sub` is unique and never reassigned within an issuer). Single sign-on finds the user by this link
+    alone, never by a name or an e-mail the provider lets people choose (portal.services.user_sign_on)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_on_identities")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    linked_by = models.CharField(max_length=20, choices=SignOnLink.choices)
+    linked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["issuer", "subject"]
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="%(app_label)s_%(class)s_unique_subject"),
+            models.UniqueConstraint(fields=["user", "issuer"], name="%(app_label)s_%(class)s_one_per_issuer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
