@@ -46,6 +46,16 @@ class IntegerField(serializers.IntegerField):
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
+class FloatField(serializers.FloatField):
+    """A number field that refuses true and false: DRF's FloatField calls float(), and float(True) is 1.0, so
+    `{"hours": true}` extended a lease by an hour. A JSON boolean is not a `type: number`."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class DateTimeField(serializers.DateTimeField):
     """A time, always in UTC ("...Z"): the portal's TIME_ZONE, which nothing changes per request. Said on the field,
     DRF does not look the current time zone up for every value it converts (a context-local read through asgiref):
