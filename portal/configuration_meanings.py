@@ -56,11 +56,17 @@ MEANINGS: dict[str, dict[str, str]] = {
                                "webhook secrets at rest; the first writes, all read, so a new key goes first and "
                                "`manage.py rotate_credential_keys` re-encrypts (see [Clusters and credentials]"
                                "(clusters-and-credentials.md))"},
-    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
-                                         "(API servers, webhooks) may reach although loopback, link-local or "
-                                         "private, e.g. an on-premises API server's `10.0.0.0/8`"},
+    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs the clusters' "
+                                         "API servers and Prometheus may be at although loopback, link-local or "
+                                         "private, e.g. an on-premises API server's `10.0.0.0/8` (never used for "
+                                         "webhooks)"},
+    "PORTAL_WEBHOOK_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs team webhooks may "
+                                        "reach although private, e.g. an internal chat relay's `10.20.0.0/16`; "
+                                        "loopback, link-local, multicast and metadata addresses stay refused "
+                                        "whatever it lists"},
     "PORTAL_OUTBOUND_DENIED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
-                                        "never reach, on top of the defaults; wins over the allowed list"},
+                                        "(API servers, Prometheus, webhooks) never reach, on top of the defaults; "
+                                        "wins over the allowed lists"},
     "KUBERNETES_SERVICE_HOST": {"section": "kube", "meaning": "set by Kubernetes in the portal's own pod: the API "
                                 "server a cluster registered `--in-cluster` uses"},
     "KUBERNETES_SERVICE_PORT": {"section": "kube", "meaning": "set by Kubernetes beside `KUBERNETES_SERVICE_HOST`"},

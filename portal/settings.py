@@ -255,11 +255,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
-# Outbound calls to addresses people enter (API servers, webhooks; portal.outbound): loopback, link-local, private
-# and reserved ranges are denied unless listed here (CIDRs, comma-separated: on-premises API servers); the deny
-# list adds ranges and wins over the allow list.
+# Outbound calls to addresses people enter (portal.outbound): loopback, link-local, private and reserved ranges are
+# denied unless listed. This list is for the clusters' API servers and their Prometheus (CIDRs, comma-separated:
+# on-premises API servers); the deny list adds ranges for every call and wins over the allow lists.
 PORTAL_OUTBOUND_ALLOWED_NETWORKS = env_list("PORTAL_OUTBOUND_ALLOWED_NETWORKS", "")
 PORTAL_OUTBOUND_DENIED_NETWORKS = env_list("PORTAL_OUTBOUND_DENIED_NETWORKS", "")
+# Team webhooks have their own list (engineers type them): never loopback, link-local or metadata addresses.
+PORTAL_WEBHOOK_ALLOWED_NETWORKS = env_list("PORTAL_WEBHOOK_ALLOWED_NETWORKS", "")
 # The portal's own pod identity (credential source "in_cluster", and reading Secrets for source "secret"): its
 # API server (from the variables every pod gets) and the service-account files the kubelet keeps rotated.
 _service_host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
