@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from . import services
 from .admin_empty import EmptyExplainedMixin
-from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin
+from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin, ReadOnlyAdminMixin
 from .errors import DomainError
 from .models import ApiToken, Membership, Notice, SignOnIdentity, Team
 from .services import team_webhook_set
@@ -112,9 +112,9 @@ class NoticeAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin
 
 
 @admin.register(SignOnIdentity)
-class SignOnIdentityAdmin(EmptyExplainedMixin, PlatformAdminMixin, admin.ModelAdmin):
-    """Which identity of the provider signs on as which account. Rows are made by sign-ons and by
-    `manage.py link_sign_on`; deleting one unlinks it (the next sign-on of that identity gets an account of its own)."""
+class SignOnIdentityAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Which identity of the provider signs on as which account, for the platform team to read. Rows are made by
+    sign-ons and by `manage.py link_sign_on` (which also moves a link to another account)."""
 
     empty_why = "Identities are linked when someone signs on with single sign-on (OIDC) or by manage.py link_sign_on."
     list_display = ["user", "subject", "issuer", "linked_by", "linked_at"]
@@ -122,9 +122,3 @@ class SignOnIdentityAdmin(EmptyExplainedMixin, PlatformAdminMixin, admin.ModelAd
     search_fields = ["user__username", "subject", "issuer"]
     list_select_related = ["user"]
     readonly_fields = list_display
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -57,7 +57,7 @@ ROLES = {
     ("chargeback.RateCard", "delete_selected"): frozenset({"platform", "finance"}),
     ("chargeback.Budget", "delete_selected"): PLATFORM,
     **{(label, "delete_selected"): NOBODY for label in (
-        "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
+        "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "portal.SignOnIdentity", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
         "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval",
