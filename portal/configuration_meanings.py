@@ -81,10 +81,10 @@ MEANINGS: dict[str, dict[str, str]] = {
                                        "origin only (see [Security](security.md))"},
     "PORTAL_RATE_LIMIT_REDIS_URL": {"section": "api", "default": "the cache's Redis", "meaning": "the Redis that "
                                     "holds the per-token rate-limit counters (an atomic counter per window)"},
-    "PORTAL_TRUSTED_PROXY_COUNT": {"section": "security", "meaning": "how many proxies in front of the portal append "
-                                   "to `X-Forwarded-For`: the client address sign-in lockouts count comes from "
-                                   "there; **set it to 1 behind an ingress**, or every user shares the ingress's "
-                                   "address"},
+    "PORTAL_TRUSTED_PROXIES": {"section": "security", "meaning": "comma-separated CIDRs of the proxies in front of "
+                               "the portal (an ingress controller's pods): `X-Forwarded-For` is believed only on a "
+                               "connection from them, as far left as they wrote it; **set it behind an ingress**, or "
+                               "every user shares the ingress's address (the Helm chart sets it)"},
     # production security
     "SECURE_SSL_REDIRECT": {"section": "security", "meaning": "redirect plain HTTP to HTTPS (TLS ends at the "
                             "ingress, which sends `X-Forwarded-Proto`); `/healthz`, `/readyz` and `/metrics` "
@@ -99,10 +99,11 @@ MEANINGS: dict[str, dict[str, str]] = {
     "PORTAL_LOGIN_MAX_FAILURES": {"section": "api", "meaning": "failed sign-ins allowed per user name and address "
                                   "before a lockout"},
     "PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT": {"section": "api", "meaning": "failed sign-ins allowed per user name "
-                                              "from all addresses together before a lockout (`0`: no such limit)"},
+                                              "from all addresses together before a lockout (`0`: no such limit; "
+                                              "anyone can then lock that account out)"},
     "PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS": {"section": "api", "meaning": "failed sign-ins allowed per client "
                                               "address for all user names together before a lockout (`0`: no such "
-                                              "limit)"},
+                                              "limit; otherwise everyone behind that address is locked out)"},
     "PORTAL_LOGIN_LOCKOUT_SECONDS": {"section": "api", "meaning": "how long a lockout lasts after the last failure"},
     # Celery and beat
     "CELERY_BROKER_URL": {"section": "celery", "default": "`REDIS_URL`", "meaning": "the Celery broker"},

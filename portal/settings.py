@@ -210,14 +210,16 @@ PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
 PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])
 # --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
 # Failed password sign-ins allowed (portal login, admin login) before further attempts are refused, until
-# PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure: per username from one client address, per
-# username from anywhere, per client address for any username (0 turns the last two off).
+# PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure: per username from one client address. The wider
+# counts (per username from anywhere, per address for any username) are off unless set: each lets someone lock
+# out people who did nothing wrong (a colleague's account; everyone behind one address).
 PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
-PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "20"))
-PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "50"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "0"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "0"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
-# Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
-PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
+# The reverse proxies in front of the portal (CIDRs; an ingress controller's pod network): X-Forwarded-For is read
+# only on a connection from one of them, and only as far left as they wrote it. Empty: REMOTE_ADDR is the client.
+PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", "")
 AXES_HANDLER = "portal.signin.SignInHandler"
 # Lockouts are reset with `manage.py axes_reset` (docs/security.md); the admin keeps to the portal's own models,
 # whose actions are each checked against the role their service checks (tests/test_admin_actions.py).
