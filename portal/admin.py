@@ -1,10 +1,11 @@
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db import models
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from . import services
+from . import selectors, services
 from .admin_empty import EmptyExplainedMixin
 from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin, ReadOnlyAdminMixin
 from .errors import DomainError
@@ -51,6 +52,9 @@ class ApiTokenAddForm(forms.ModelForm):
         if data.get("user") and data.get("name") and ApiToken.objects.filter(
                 user=data["user"], name=data["name"].strip(), revoked_at__isnull=True).exists():
             self.add_error("name", "This user already has an active token of that name: revoke it or pick another.")
+        elif data.get("user") and selectors.token_live_count(user=data["user"]) >= settings.PORTAL_MAX_TOKENS_PER_USER:
+            self.add_error("user", f"This user already holds {settings.PORTAL_MAX_TOKENS_PER_USER} working tokens, "
+                                   "the most one person may: revoke one first.")
         return data
 
 

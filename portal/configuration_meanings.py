@@ -80,7 +80,7 @@ MEANINGS: dict[str, dict[str, str]] = {
                                        "of every response; the default allows scripts from the portal's own "
                                        "origin only (see [Security](security.md))"},
     "PORTAL_RATE_LIMIT_REDIS_URL": {"section": "api", "default": "the cache's Redis", "meaning": "the Redis that "
-                                    "holds the per-token rate-limit counters (an atomic counter per window)"},
+                                    "holds the per-user rate-limit counters (an atomic counter per window)"},
     "PORTAL_TRUSTED_PROXIES": {"section": "security", "meaning": "comma-separated CIDRs of the proxies in front of "
                                "the portal (an ingress controller's pods): `X-Forwarded-For` is believed only on a "
                                "connection from them, as far left as they wrote it; **set it behind an ingress**, or "
@@ -92,8 +92,10 @@ MEANINGS: dict[str, dict[str, str]] = {
     "SECURE_HSTS_SECONDS": {"section": "security", "meaning": "`Strict-Transport-Security` max-age (subdomains "
                             "and preload included)"},
     # API and web
-    "PORTAL_API_RATE": {"section": "api", "meaning": "API requests per token or session (DRF rate syntax, e.g. "
-                        "`600/min`)"},
+    "PORTAL_API_RATE": {"section": "api", "meaning": "API requests per user, all their tokens and sessions "
+                        "together (DRF rate syntax, e.g. `600/min`); per client address for anonymous calls"},
+    "PORTAL_MAX_TOKENS_PER_USER": {"section": "api", "meaning": "API tokens one user may hold at once (neither "
+                                   "revoked nor expired); issuing one more is refused until one is revoked"},
     "DATA_UPLOAD_MAX_MEMORY_SIZE": {"section": "api", "default": "`1048576` (1 MiB)", "meaning": "largest request "
                                     "body accepted, in bytes (an answers object is a few kilobytes)"},
     "PORTAL_LOGIN_MAX_FAILURES": {"section": "api", "meaning": "failed sign-ins allowed per user name and address "

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import Group
@@ -97,11 +98,18 @@ def token_issue(*, user, name: str, expires_at=None, replace: bool = False) -> t
     name = (name or "").strip()
     if not name:
         raise InvalidInput("Give the token a name that says what it is for.", field="name")
+    # The user's row lock: two issues at once cannot both pass the cap below.
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInput("The expiry must be in the future (or empty for a token that does not expire).",
                            field="expires_at")
     if replace:
         ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    live = (ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())).count())
+    if live >= settings.PORTAL_MAX_TOKENS_PER_USER:
+        raise InvalidInput(f"You already hold {live} working tokens, the most one person may: revoke one you no "
+                           "longer use first.", field="name")
     clear = token_generate()
     try:
         with transaction.atomic():
