@@ -34,6 +34,14 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if DEBUG else "")
 if not SECRET_KEY:
     raise RuntimeError("SECRET_KEY must be set when DEBUG is false")
+# Keys anyone can read (.env.example's, the development fallback, Django's generated placeholders): a deployment
+# that kept one signs its sessions and tokens with a public key, so it does not start.
+KNOWN_EXAMPLE_SECRET_KEYS = frozenset({
+    "change-me-to-a-long-random-string-of-at-least-fifty-characters-0123456789", "insecure-local-development-key",
+})
+if not DEBUG and (SECRET_KEY in KNOWN_EXAMPLE_SECRET_KEYS or SECRET_KEY.startswith(("change-me", "django-insecure-"))):
+    raise RuntimeError("SECRET_KEY is a published example key (from .env.example or the documentation); set a "
+                       "random one, e.g. python -c \"import secrets; print(secrets.token_urlsafe(50))\"")
 # Keys encrypting stored secrets (cluster tokens, webhook secrets): comma-separated Fernet keys, the first one
 # encrypts, all decrypt (rotation: docs/clusters-and-credentials.md). Derived from SECRET_KEY only while DEBUG is on;
 # with DEBUG off and no keys, `check --deploy` fails and storing or reading a secret raises (collectstatic works).
