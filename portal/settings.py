@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "portal.health.ProbeEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.ApiBodySizeLimitMiddleware",
+    "portal.middleware.AdminNulQueryMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
