@@ -113,17 +113,18 @@ MEANINGS: dict[str, dict[str, str]] = {
                                   "task goes to another worker (tasks are acknowledged late)"},
     "CELERY_TASK_ALWAYS_EAGER": {"section": "celery", "meaning": "run tasks in the calling process instead of a "
                                  "worker; for benchmarks and debugging, never in production"},
-    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's sweeps run (provisioning "
-                             "jobs and stalled-gang notices whose message never reached the broker or was lost); "
-                             "`0` turns them off"},
+    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's sweep of every outbox runs "
+                             "(provisioning jobs, stalled-gang notices and the portal's notices whose message never "
+                             "reached the broker or was lost); `0` turns it off"},
     "PORTAL_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a queued job sent longer ago than this and not "
                                    "started is sent again, however many messages wait in the queue (applying is "
                                    "idempotent; see [Background work](operations-background-work.md))"},
     "PORTAL_JOB_STUCK_SECONDS": {"section": "celery", "meaning": "a job `running` or `retrying` with no change for this "
                                  "long, and no worker holding its lock, is sent again with the attempt counted, or "
-                                 "failed after its last attempt"},
-    "PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a stalled-gang notice waiting "
-                                                "longer than this is sent again by the notice sweep"},
+                                 "failed after its last attempt; a notice `retrying` this long likewise"},
+    "PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a notice (stalled gang, lease, "
+                                                "budget, idle GPUs) still queued this long after it was made is "
+                                                "sent again by the sweep"},
     "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
                                    "over every enabled cluster"},
     "PORTAL_LEASE_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat sends lease reminders and "
@@ -228,14 +229,19 @@ MEANINGS: dict[str, dict[str, str]] = {
     "OIDC_TOKEN_USE_BASIC_AUTH": {"section": "oidc", "meaning": "client authentication at the token endpoint with "
                                   "HTTP Basic instead of form fields"},
     "OIDC_TIMEOUT": {"section": "oidc", "meaning": "seconds for each call to the provider"},
-    "OIDC_USERNAME_CLAIM": {"section": "oidc", "meaning": "claim holding the portal user name (falls back to "
-                            "`sub`)"},
+    "OIDC_USERNAME_CLAIM": {"section": "oidc", "meaning": "claim naming the account made at an identity's first "
+                            "sign-on (falls back to `sub`; `<name>@<issuer host>` when that name is taken); the "
+                            "account is found by issuer and `sub` after that, never by this name"},
     "OIDC_GROUPS_CLAIM": {"section": "oidc", "meaning": "claim holding the group names (id_token or userinfo; "
                           "Keycloak's `/full/path` form is accepted)"},
     "OIDC_ROLE_GROUPS": {"section": "oidc", "meaning": "role=group pairs (repeat a role for several groups); the "
                          "highest role any group grants wins"},
     "OIDC_TEAM_GROUP_PREFIX": {"section": "oidc", "meaning": "a group `<prefix><team slug>` makes the user a member "
                                "of that (existing) team"},
+    "OIDC_LINK_VERIFIED_EMAIL": {"section": "oidc", "meaning": "an identity signing on for the first time is linked "
+                                 "to the one existing account with the e-mail address the provider says it "
+                                 "verified (`email_verified: true`; never a superuser) instead of getting its own; "
+                                 "only for a provider that verifies every address"},
     # Backstage
     "BACKSTAGE_NAMESPACE": {"section": "backstage", "meaning": "catalog namespace of the exported Resource "
                             "entities"},

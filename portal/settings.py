@@ -455,12 +455,9 @@ def _env_every(setting: str, default: str, offset: float) -> offset_schedule | N
 
 
 CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
-    # Work whose message was lost: provisioning jobs, then stalled-gang notices.
-    "provisioning-sweep": {
-        "task": "provisioning.allocation_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=5),
-    },
-    "provisioning-notification-sweep": {
-        "task": "provisioning.gang_notification_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=35),
+    # Work whose message was lost, in every outbox (portal.outbox): provisioning jobs, stalled-gang notices, notices.
+    "outbox-sweep": {
+        "task": "portal.outbox_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=5),
     },
     # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
     "portal.ping": {"task": "portal.ping", "schedule": offset_schedule(60.0, offset=20)},
