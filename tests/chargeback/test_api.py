@@ -186,8 +186,6 @@ def test_finance_closes_a_month_over_the_api(api, usage, finance_user, engineer)
 def test_text_a_spreadsheet_would_run_is_neutralised_and_numbers_stay_numbers(api, requests_a, finance_user):
     """A pod's annotation is the engineer's to write: its GPU model reaches finance's CSV as text, never a formula
     (OWASP, CSV injection)."""
-    from portal.spreadsheet import csv_cell
-
     RateCard.objects.create(gpu_model="H100-80GB", strategy="whole_gpu", price_per_equivalent_hour=Decimal("2.00"),
                             currency="EUR", valid_from=date(2026, 1, 1))
     formulas = ['=HYPERLINK("https://evil.example","x")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)",
@@ -210,5 +208,7 @@ def test_text_a_spreadsheet_would_run_is_neutralised_and_numbers_stay_numbers(ap
     h100 = next(row for row in rows if row["gpu_model"] == "H100-80GB")
     assert Decimal(h100["cost"]) == 2 * Decimal(h100["gpu_equivalent_hours"]) > 0
     # Numbers, negative ones included, are never quoted; a number written as text is left a number too.
+    from portal.spreadsheet import csv_cell
+
     assert [csv_cell(v) for v in (Decimal("-12.50"), -3, 1.5, "-12.50", "+7", None)] == [
         "-12.50", "-3", "1.5", "-12.50", "+7", ""]
