@@ -129,31 +129,45 @@ def test_no_number_in_the_api_takes_a_boolean(api, platform_token, platform_user
                                                                                      response.content[:300])
 
 
-AUTOCOMMIT_EXAMPLES = 4
+AUTOCOMMIT_EXAMPLES = 6
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_no_operation_errors_outside_a_test_transaction(inventory):
     """Every operation again, as production runs it: each request in autocommit, no test transaction around it.
     A service that locks rows without its own transaction works inside a test's transaction and fails only here
-    (the owner's DELETE /api/v1/tokens/{id}/ answered 500 that way while the fuzz above passed)."""
+    (the owner's DELETE /api/v1/tokens/{id}/ answered 500 that way while the fuzz above passed). About half the
+    examples name objects that exist (the caller's token, the seeded request, a cluster, the active policy), so
+    the operations reach their services, not only their 404s."""
     from hypothesis import given
+    from hypothesis import strategies as st
 
+    from intake.models import PolicyVersion
     from portal.services import token_issue
+    from provisioning.models import Cluster
 
     team = TeamFactory(slug="fuzz-team")
     engineer = make_user("fuzz-engineer", "engineer", team)
-    request_submit(user=engineer, team=team, name="fuzz-seed", raw_answers=VALID_ANSWERS)
+    seeded = request_submit(user=engineer, team=team, name="fuzz-seed", raw_answers=VALID_ANSWERS)
     platform = make_user("fuzz-platform", "platform")
+    known = {"requests": seeded.pk, "clusters": Cluster.objects.order_by("pk").first().pk,
+             "policy": PolicyVersion.objects.latest("number").number, "teams": "fuzz-team"}
     tried = []
     for result in schema.get_all_operations():
         operation = result.ok()
         # A fresh token each operation: the fuzz may revoke the one it holds (DELETE /api/v1/tokens/{id}/).
-        _, token = token_issue(user=platform, name="fuzz", replace=True)
+        issued, token = token_issue(user=platform, name="fuzz", replace=True)
+        existing = {**known, "tokens": issued.pk}.get(operation.path.split("/")[3])
+
+        def name_existing(case_and_choice):
+            case, use = case_and_choice
+            if use and existing is not None and case.path_parameters:
+                case.path_parameters = {name: existing for name in case.path_parameters}
+            return case
 
         @hypothesis_settings(max_examples=AUTOCOMMIT_EXAMPLES, derandomize=True, database=None, deadline=None,
                              suppress_health_check=list(HealthCheck))
-        @given(case=operation.as_strategy())
+        @given(case=st.tuples(operation.as_strategy(), st.booleans()).map(name_existing))
         def call(case):
             response = case.call(headers={"Authorization": f"Token {token}"})
             tried.append(operation.label)
