@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
+from django.db import IntegrityError
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import path
@@ -164,10 +165,9 @@ def identity_from_claims(
             f"Your account is in none of the portal's groups ({wanted}); ask the platform team for access."
         )
     teams = tuple(sorted(g.removeprefix(team_prefix) for g in groups if team_prefix and g.startswith(team_prefix)))
-    verified = claims.get("email_verified")
-    # Some providers send the boolean as a string (Amazon Cognito's "true").
-    verified = verified is True or (isinstance(verified, str) and verified.lower() == "true")
-    unverified = claims.get("email_verified") is False or str(claims.get("email_verified")).lower() == "false"
+    # A JSON boolean, or a string for some providers (Amazon Cognito's "true"); absent: neither said.
+    said = str(claims.get("email_verified")).lower()
+    verified, unverified = said == "true", said == "false"
     return SignOn(
         issuer=str(claims.get("iss") or ""),
         subject=subject,
@@ -216,6 +216,9 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         except (requests.RequestException, ImproperlyConfigured, ValueError) as exc:
             logger.error("SSO login failed: the identity provider could not be used: %s", exc)
             _fail(request, "Single sign-on failed: the identity provider did not answer; try again later.")
+        except IntegrityError as exc:  # the same identity's first sign-on twice at once: the other one won
+            logger.warning("SSO login raced another: %s", exc)
+            _fail(request, "Single sign-on did not complete; start again.")
         return None
 
     def verify_token(self, token, **kwargs):
