@@ -34,8 +34,15 @@ class IntegerField(serializers.IntegerField):
 
     DRF's IntegerField also takes `"5.0"`, `" 5"`, `"+5"`, `"05"` and full-width digits, and a JSON `5.0`; none of
     these is a `type: integer` in the OpenAPI schema, so a client sending one hears about it (found by the API
-    fuzzer, tests/test_fuzz_api.py).
+    fuzzer, tests/test_fuzz_api.py). An empty `?days=` in a query string is refused like any other non-integer
+    (DRF reads it as "not given" and takes the default).
     """
+
+    def get_value(self, dictionary):
+        value = super().get_value(dictionary)
+        if value is serializers.empty and dictionary.get(self.field_name) == "":
+            return ""
+        return value
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not (isinstance(data, int) or (isinstance(data, str) and _INTEGER.fullmatch(data))):

@@ -198,3 +198,8 @@ def test_a_boolean_is_not_a_number(api, engineer, team_a, inventory, path, body)
     gpu_request = request_submit(user=engineer, team=team_a, name="bools", raw_answers=VALID_ANSWERS)
     response = api(engineer).post(path.format(pk=gpu_request.pk), body, format="json")
     assert response.status_code == 400, response.json()
+
+
+def test_an_empty_integer_in_a_query_is_a_400_not_the_default(api, platform_user):
+    response = api(platform_user).get("/api/v1/register/?days=&format=md")
+    assert response.status_code == 400 and "days" in response.json()
