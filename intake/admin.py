@@ -134,7 +134,7 @@ class PendingApprovalAdmin(GpuRequestAdmin):
 
     @admin.display(description="what they would get")
     def summary(self, obj):
-        return obj.decision.get("summary", "")
+        return obj.decision.summary
 
     @admin.display(description="")
     def review(self, obj):

@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesim import kueue
+from kubesim import dra, kueue
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
@@ -222,17 +222,19 @@ class Simulation:
                          if not rejection(pod, n, used.get(n["metadata"]["name"], {}))}
                 self._unschedulable(pod, unschedulable_message(pod, nodes, {**used, **taken}), now)
                 continue
-            node = pick_node(pod, nodes, used)
+            node = pick_node(pod, candidates := dra.feasible(self.fake, pod, nodes), used)
             if node is None:
-                self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
+                message = unschedulable_message(pod, nodes, used) if candidates else dra.no_devices_message(len(nodes))
+                self._unschedulable(pod, message, now)
                 continue
             held = used.setdefault(node, {})
             for resource, count in {**pod_requests(pod), "pods": 1}.items():
                 held[resource] = held.get(resource, 0) + count
+            claims = {"resourceClaimStatuses": dra.bind_claims(self.fake, pod, node)} if dra.uses_claims(pod) else {}
             self.fake.patch("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], {
                 "spec": {"nodeName": node},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                           "lastTransitionTime": _stamp(now)}]},
+                                           "lastTransitionTime": _stamp(now)}], **claims},
             })
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str, now: float) -> None:
