@@ -2,8 +2,9 @@
 
 forecast = spent so far (the chargeback report over the month up to now: usage, waste and adjustments)
          + the committed remainder of running work (approved, provisioning, running or stalled requests: GPU
-           equivalents x the hours they still have, from `expected_hours`, else the median run time observed for
-           their workload class, else until the month ends; never past their lease or the month's end)
+           equivalents x the hours they may still hold them: until their lease ends; without a lease, the median
+           run time observed for their workload class, or `expected_hours` when longer, else until the month
+           ends; a run past that end until its lease or the month ends; never past the month's end)
          + pending approvals (the same, from now), and, when a request is being decided, that request.
 
 Hours are GPU-equivalent-hours; money is priced with the rate card in force now for the request's GPU model and
@@ -42,7 +43,7 @@ class Commitment:
     hours: Decimal
     gpu_equivalent_hours: Decimal
     cost: Decimal | None
-    basis: str  # expected_hours | observed | month_end | lease
+    basis: str  # lease | observed | expected_hours | month_end | overrun
 
 
 @dataclass(frozen=True)
@@ -168,18 +169,27 @@ def _price(gpu_model: str, strategy: str, currency: str, *, on: date, cache: dic
 
 def _commitment(*, request_id, name, status, answers, decision, started: datetime | None, lease_end, now, month_end,
                 observed, prices, currency) -> Commitment:
+    """A request's hours still to come this month, bounded below by what it may hold, not by what it says.
+
+    `expected_hours` is the requester's word, so it never shortens the commitment: a grant with a lease may hold
+    its GPUs until the lease ends, whatever it expects; one without may hold them until the month ends, unless
+    runs of its workload class are known (their median), and it only lengthens that. A running request past that
+    end is counted as it goes: until its lease or the month ends."""
     start = max(started or now, now) if status == RequestStatus.PENDING_APPROVAL else (started or now)
     expected = answers.get("expected_hours")
+    planned = start + timedelta(hours=float(expected)) if expected else None
     lease = decision.lease
-    if expected:
-        basis, end = "expected_hours", start + timedelta(hours=float(expected))
+    lease_until = lease_end or (start + timedelta(hours=lease.hours) if lease else None)
+    if lease_until is not None:
+        basis, end = "lease", lease_until
     elif answers.get("workload_class") in observed:
         basis, end = "observed", start + timedelta(hours=float(observed[answers["workload_class"]]))
+        if planned is not None and planned > end:
+            basis, end = "expected_hours", planned
     else:
         basis, end = "month_end", month_end
-    lease_until = lease_end or (start + timedelta(hours=lease.hours) if lease else None)
-    if lease_until is not None and lease_until < end:
-        basis, end = "lease", lease_until
+    if status != RequestStatus.PENDING_APPROVAL and end <= now < (lease_until or month_end):
+        basis, end = "overrun", lease_until or month_end
     end = min(end, month_end)
     hours = Decimal(max(0.0, (end - max(start, now)).total_seconds()) / 3600).quantize(Decimal("0.0001"))
     equivalent_hours = hours * Decimal(str(decision.gpu_equivalents or 0))
@@ -216,8 +226,8 @@ def budget_forecast(*, budget: Budget, now: datetime | None = None, candidate: d
             team=budget.team, status__in=[*REQUEST_HOLDING, RequestStatus.PENDING_APPROVAL])
             .annotate(approved_at=Subquery(approved_at)).order_by("pk")
             .values("pk", "name", "status", "answers", "decision", "approved_at", "lease_expires_at"))
-        classes = {r["answers"].get("workload_class") for r in requests if not r["answers"].get("expected_hours")}
-        if candidate and not candidate["answers"].get("expected_hours"):
+        classes = {r["answers"].get("workload_class") for r in requests}
+        if candidate:
             classes.add(candidate["answers"].get("workload_class"))
         observed, prices = _observed_hours_by_class(classes - {None}), {}
         for r in requests:

@@ -3,14 +3,16 @@ the caller hands over the rows (a server-side cursor's iterator), so memory stay
 
 Excel-friendly: comma-separated, CRLF line ends, a few "#" note lines (how the figures are rounded), a header
 row, ISO dates (YYYY-MM-DD, months YYYY-MM), decimals with "." and no thousands separators or exponents, empty
-cells for "none" (an unpriced cost).
+cells for "none" (an unpriced cost). Every cell goes through `portal.spreadsheet.csv_cell`, which neutralises
+text a spreadsheet would run as a formula (a pod's annotations reach these rows).
 """
 from __future__ import annotations
 
 import csv
 from datetime import date
-from decimal import Decimal
 from typing import Iterable, Iterator, Sequence
+
+from portal.spreadsheet import csv_cell
 
 BATCH_ROWS = 500
 
@@ -25,14 +27,6 @@ ROUNDING_NOTES = (
 
 def csv_filename(*, start: date, end: date) -> str:
     return f"gpu-chargeback_{start:%Y-%m-%d}_{end:%Y-%m-%d}.csv"
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    return str(value)
 
 
 class _Line:
@@ -61,7 +55,7 @@ def csv_lines(
     yield "".join(f"# {note}\r\n" for note in notes) + writer.writerow(["period_start", "period_end", *shown])
     batch: list[str] = []
     for row in rows:
-        batch.append(writer.writerow(period + [_cell(row[i]) for i in positions]))
+        batch.append(writer.writerow(period + [csv_cell(row[i]) for i in positions]))
         if len(batch) >= batch_rows:
             yield "".join(batch)
             batch = []

@@ -16,11 +16,8 @@ def usage_collect(cluster_name: str | None = None) -> list[int]:
 @shared_task(name="chargeback.budget_thresholds_notify")
 def budget_thresholds_notify() -> list[list[int]]:
     """Beat: notify each budget threshold crossed this month, once (chargeback.budget_services); idempotent."""
-    from portal.notices import notices_redispatch
-
     from .budget_services import budget_thresholds_notify as notify
 
-    notices_redispatch()  # notices whose message a broker outage lost
     return [list(pair) for pair in notify()]
 
 
@@ -28,9 +25,6 @@ def budget_thresholds_notify() -> list[list[int]]:
 def idle_scan_all() -> list[int]:
     """One idle scan of every enabled cluster that has a prometheus_url (beat: PORTAL_IDLE_SCAN_SECONDS). Each
     scan writes an IdleScan row; a cluster whose Prometheus cannot be reached is recorded and read again next time."""
-    from portal.notices import notices_redispatch
-
     from .idle.services import idle_scan_all as scan_all
 
-    notices_redispatch()  # idle notices are portal notices: resend those a broker outage lost
     return [scan.pk for scan in scan_all()]

@@ -1,14 +1,15 @@
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db import models
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from . import services
+from . import selectors, services
 from .admin_empty import EmptyExplainedMixin
-from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin
+from .admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin, ReadOnlyAdminMixin
 from .errors import DomainError
-from .models import ApiToken, Membership, Notice, Team
+from .models import ApiToken, Membership, Notice, SignOnIdentity, Team
 from .services import team_webhook_set
 
 admin.site.site_header = "GPU Golden Path: platform admin"
@@ -51,6 +52,9 @@ class ApiTokenAddForm(forms.ModelForm):
         if data.get("user") and data.get("name") and ApiToken.objects.filter(
                 user=data["user"], name=data["name"].strip(), revoked_at__isnull=True).exists():
             self.add_error("name", "This user already has an active token of that name: revoke it or pick another.")
+        elif data.get("user") and selectors.token_live_count(user=data["user"]) >= settings.PORTAL_MAX_TOKENS_PER_USER:
+            self.add_error("user", f"This user already holds {settings.PORTAL_MAX_TOKENS_PER_USER} working tokens, "
+                                   "the most one person may: revoke one first.")
         return data
 
 
@@ -109,3 +113,16 @@ class NoticeAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin
     list_filter = ["channel"]
     search_fields = ["key", "team__slug", "target"]
     list_select_related = ["team"]
+
+
+@admin.register(SignOnIdentity)
+class SignOnIdentityAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Which identity of the provider signs on as which account, for the platform team to read. Rows are made by
+    sign-ons and by `manage.py link_sign_on` (which also moves a link to another account)."""
+
+    empty_why = "Identities are linked when someone signs on with single sign-on (OIDC) or by manage.py link_sign_on."
+    list_display = ["user", "subject", "issuer", "linked_by", "linked_at"]
+    list_filter = ["linked_by", "issuer"]
+    search_fields = ["user__username", "subject", "issuer"]
+    list_select_related = ["user"]
+    readonly_fields = list_display

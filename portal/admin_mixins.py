@@ -2,11 +2,24 @@
 finance may look at what it is allowed to read; engineers use the portal pages and the API."""
 from __future__ import annotations
 
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import ValidationError
 from django.http import Http404
 
 from .roles import is_finance, is_platform
+
+
+class PortalChangeList(ChangeList):
+    """Django's change list, with a date-hierarchy year too large for a date (`?started_at__year=9999999999`) an
+    invalid lookup like any other (the admin redirects with `?e=1`) instead of an OverflowError and a 500."""
+
+    def get_filters(self, request):
+        try:
+            return super().get_filters(request)
+        except OverflowError as exc:
+            raise IncorrectLookupParameters(exc) from exc
 
 
 class PlatformAdminMixin:
@@ -14,6 +27,9 @@ class PlatformAdminMixin:
 
     finance_can_view = False
     finance_can_edit = False  # finance may also add, change and delete (rate cards)
+
+    def get_changelist(self, request, **kwargs):
+        return PortalChangeList
 
     def has_module_permission(self, request):
         return is_platform(request.user) or (

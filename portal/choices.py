@@ -19,3 +19,11 @@ class NoticeStatus(models.TextChoices):
     RETRYING = "retrying", "Waiting to retry"
     SENT = "sent", "Sent"
     FAILED = "failed", "Failed"
+
+
+class SignOnLink(models.TextChoices):
+    """How a single sign-on identity came to be linked to its portal user."""
+
+    FIRST_SIGN_ON = "first_sign_on", "Account made at its first sign-on"
+    VERIFIED_EMAIL = "verified_email", "Existing account with the provider's verified e-mail"
+    COMMAND = "command", "Linked by the platform team (manage.py link_sign_on)"

@@ -56,11 +56,17 @@ MEANINGS: dict[str, dict[str, str]] = {
                                "webhook secrets at rest; the first writes, all read, so a new key goes first and "
                                "`manage.py rotate_credential_keys` re-encrypts (see [Clusters and credentials]"
                                "(clusters-and-credentials.md))"},
-    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
-                                         "(API servers, webhooks) may reach although loopback, link-local or "
-                                         "private, e.g. an on-premises API server's `10.0.0.0/8`"},
+    "PORTAL_OUTBOUND_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs the clusters' "
+                                         "API servers and Prometheus may be at although loopback, link-local or "
+                                         "private, e.g. an on-premises API server's `10.0.0.0/8` (never used for "
+                                         "webhooks)"},
+    "PORTAL_WEBHOOK_ALLOWED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs team webhooks may "
+                                        "reach although private, e.g. an internal chat relay's `10.20.0.0/16`; "
+                                        "loopback, link-local, multicast and metadata addresses stay refused "
+                                        "whatever it lists"},
     "PORTAL_OUTBOUND_DENIED_NETWORKS": {"section": "security", "meaning": "comma-separated CIDRs outbound calls "
-                                        "never reach, on top of the defaults; wins over the allowed list"},
+                                        "(API servers, Prometheus, webhooks) never reach, on top of the defaults; "
+                                        "wins over the allowed lists"},
     "KUBERNETES_SERVICE_HOST": {"section": "kube", "meaning": "set by Kubernetes in the portal's own pod: the API "
                                 "server a cluster registered `--in-cluster` uses"},
     "KUBERNETES_SERVICE_PORT": {"section": "kube", "meaning": "set by Kubernetes beside `KUBERNETES_SERVICE_HOST`"},
@@ -74,11 +80,11 @@ MEANINGS: dict[str, dict[str, str]] = {
                                        "of every response; the default allows scripts from the portal's own "
                                        "origin only (see [Security](security.md))"},
     "PORTAL_RATE_LIMIT_REDIS_URL": {"section": "api", "default": "the cache's Redis", "meaning": "the Redis that "
-                                    "holds the per-token rate-limit counters (an atomic counter per window)"},
-    "PORTAL_TRUSTED_PROXY_COUNT": {"section": "security", "meaning": "how many proxies in front of the portal append "
-                                   "to `X-Forwarded-For`: the client address sign-in lockouts count comes from "
-                                   "there; **set it to 1 behind an ingress**, or every user shares the ingress's "
-                                   "address"},
+                                    "holds the per-user rate-limit counters (an atomic counter per window)"},
+    "PORTAL_TRUSTED_PROXIES": {"section": "security", "meaning": "comma-separated CIDRs of the proxies in front of "
+                               "the portal (an ingress controller's pods): `X-Forwarded-For` is believed only on a "
+                               "connection from them, as far left as they wrote it; **set it behind an ingress**, or "
+                               "every user shares the ingress's address (the Helm chart sets it)"},
     # production security
     "SECURE_SSL_REDIRECT": {"section": "security", "meaning": "redirect plain HTTP to HTTPS (TLS ends at the "
                             "ingress, which sends `X-Forwarded-Proto`); `/healthz`, `/readyz` and `/metrics` "
@@ -86,17 +92,20 @@ MEANINGS: dict[str, dict[str, str]] = {
     "SECURE_HSTS_SECONDS": {"section": "security", "meaning": "`Strict-Transport-Security` max-age (subdomains "
                             "and preload included)"},
     # API and web
-    "PORTAL_API_RATE": {"section": "api", "meaning": "API requests per token or session (DRF rate syntax, e.g. "
-                        "`600/min`)"},
+    "PORTAL_API_RATE": {"section": "api", "meaning": "API requests per user, all their tokens and sessions "
+                        "together (DRF rate syntax, e.g. `600/min`); per client address for anonymous calls"},
+    "PORTAL_MAX_TOKENS_PER_USER": {"section": "api", "meaning": "API tokens one user may hold at once (neither "
+                                   "revoked nor expired); issuing one more is refused until one is revoked"},
     "DATA_UPLOAD_MAX_MEMORY_SIZE": {"section": "api", "default": "`1048576` (1 MiB)", "meaning": "largest request "
                                     "body accepted, in bytes (an answers object is a few kilobytes)"},
     "PORTAL_LOGIN_MAX_FAILURES": {"section": "api", "meaning": "failed sign-ins allowed per user name and address "
                                   "before a lockout"},
     "PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT": {"section": "api", "meaning": "failed sign-ins allowed per user name "
-                                              "from all addresses together before a lockout (`0`: no such limit)"},
+                                              "from all addresses together before a lockout (`0`: no such limit; "
+                                              "anyone can then lock that account out)"},
     "PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS": {"section": "api", "meaning": "failed sign-ins allowed per client "
                                               "address for all user names together before a lockout (`0`: no such "
-                                              "limit)"},
+                                              "limit; otherwise everyone behind that address is locked out)"},
     "PORTAL_LOGIN_LOCKOUT_SECONDS": {"section": "api", "meaning": "how long a lockout lasts after the last failure"},
     # Celery and beat
     "CELERY_BROKER_URL": {"section": "celery", "default": "`REDIS_URL`", "meaning": "the Celery broker"},
@@ -104,17 +113,18 @@ MEANINGS: dict[str, dict[str, str]] = {
                                   "task goes to another worker (tasks are acknowledged late)"},
     "CELERY_TASK_ALWAYS_EAGER": {"section": "celery", "meaning": "run tasks in the calling process instead of a "
                                  "worker; for benchmarks and debugging, never in production"},
-    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's sweeps run (provisioning "
-                             "jobs and stalled-gang notices whose message never reached the broker or was lost); "
-                             "`0` turns them off"},
+    "PORTAL_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat's sweep of every outbox runs "
+                             "(provisioning jobs, stalled-gang notices and the portal's notices whose message never "
+                             "reached the broker or was lost); `0` turns it off"},
     "PORTAL_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a queued job sent longer ago than this and not "
                                    "started is sent again, however many messages wait in the queue (applying is "
                                    "idempotent; see [Background work](operations-background-work.md))"},
     "PORTAL_JOB_STUCK_SECONDS": {"section": "celery", "meaning": "a job `running` or `retrying` with no change for this "
                                  "long, and no worker holding its lock, is sent again with the attempt counted, or "
-                                 "failed after its last attempt"},
-    "PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a stalled-gang notice waiting "
-                                                "longer than this is sent again by the notice sweep"},
+                                 "failed after its last attempt; a notice `retrying` this long likewise"},
+    "PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS": {"section": "celery", "meaning": "a notice (stalled gang, lease, "
+                                                "budget, idle GPUs) still queued this long after it was made is "
+                                                "sent again by the sweep"},
     "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
                                    "over every enabled cluster"},
     "PORTAL_LEASE_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat sends lease reminders and "
@@ -221,14 +231,19 @@ MEANINGS: dict[str, dict[str, str]] = {
     "OIDC_TOKEN_USE_BASIC_AUTH": {"section": "oidc", "meaning": "client authentication at the token endpoint with "
                                   "HTTP Basic instead of form fields"},
     "OIDC_TIMEOUT": {"section": "oidc", "meaning": "seconds for each call to the provider"},
-    "OIDC_USERNAME_CLAIM": {"section": "oidc", "meaning": "claim holding the portal user name (falls back to "
-                            "`sub`)"},
+    "OIDC_USERNAME_CLAIM": {"section": "oidc", "meaning": "claim naming the account made at an identity's first "
+                            "sign-on (falls back to `sub`; `<name>@<issuer host>` when that name is taken); the "
+                            "account is found by issuer and `sub` after that, never by this name"},
     "OIDC_GROUPS_CLAIM": {"section": "oidc", "meaning": "claim holding the group names (id_token or userinfo; "
                           "Keycloak's `/full/path` form is accepted)"},
     "OIDC_ROLE_GROUPS": {"section": "oidc", "meaning": "role=group pairs (repeat a role for several groups); the "
                          "highest role any group grants wins"},
     "OIDC_TEAM_GROUP_PREFIX": {"section": "oidc", "meaning": "a group `<prefix><team slug>` makes the user a member "
                                "of that (existing) team"},
+    "OIDC_LINK_VERIFIED_EMAIL": {"section": "oidc", "meaning": "an identity signing on for the first time is linked "
+                                 "to the one existing account with the e-mail address the provider says it "
+                                 "verified (`email_verified: true`; never a superuser) instead of getting its own; "
+                                 "only for a provider that verifies every address"},
     # Backstage
     "BACKSTAGE_NAMESPACE": {"section": "backstage", "meaning": "catalog namespace of the exported Resource "
                             "entities"},

@@ -1,8 +1,9 @@
-"""Request guards that must answer API clients in JSON before Django's HTML error pages would."""
+"""Request guards: what must be refused before any view reads the request (API clients get JSON)."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponseBadRequest, JsonResponse
+from django.urls import reverse
 
 
 class ApiBodySizeLimitMiddleware:
@@ -24,6 +25,24 @@ class ApiBodySizeLimitMiddleware:
                     {"detail": f"The request body is {length} bytes; the limit is {limit}.", "code": "too_large"},
                     status=413,
                 )
+        return self.get_response(request)
+
+
+class AdminNulQueryMiddleware:
+    """A NUL character in a query parameter of the admin is a 400 naming the parameter, before a list filter or
+    search hands it to PostgreSQL (which refuses NUL in text: 101 filter values on 24 changelists answered 500).
+    The portal's pages check their filters with their filter sets, and the API with its own field-level 400s."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith(reverse("admin:index")):
+            for key, values in request.GET.lists():
+                if "\x00" in key or any("\x00" in value for value in values):
+                    return HttpResponseBadRequest(
+                        f"The parameter {key.replace(chr(0), '%00')!r} may not contain the NUL character (%00).",
+                        content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from .choices import NoticeChannel, NoticeStatus
 from .models import Notice, Team
 from .jobs import delivery_attempt
+from .outbox import notice_rows_sweep
 from .webhooks import WebhookFailed, webhook_post, webhook_request
 
 logger = logging.getLogger(__name__)
@@ -65,11 +66,16 @@ def notice_dispatch(notice_id: int) -> bool:
     return True
 
 
-def notices_redispatch(*, older_than_seconds: int = 300) -> int:
-    """Queued notices whose message was lost (a broker outage): send them again."""
-    cutoff = timezone.now() - timezone.timedelta(seconds=older_than_seconds)
-    ids = list(Notice.objects.filter(status=NoticeStatus.QUEUED, created_at__lt=cutoff).values_list("pk", flat=True))
-    return sum(notice_dispatch(pk) for pk in ids)
+def notices_sweep() -> int:
+    """The notices' outbox sweep (portal.outbox): queued ones whose message was lost, and ones waiting to retry
+    whose retry message was lost, are sent again."""
+    from .tasks import NOTICE_MAX_ATTEMPTS
+
+    return notice_rows_sweep(
+        Notice.objects.all(), dispatch=notice_dispatch,
+        fail=lambda pk, message: notice_fail(notice_id=pk, message=message),
+        older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
+        stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=NOTICE_MAX_ATTEMPTS)
 
 
 def _send(notice: Notice) -> None:

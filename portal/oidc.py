@@ -7,16 +7,17 @@ configured; local accounts keep working beside it. What this module adds to the 
   explicitly (the library only knows explicit settings);
 - stricter id_token checks: audience must contain our client id and the issuer must be the provider's (the
   library verifies the signature, expiry and nonce only);
-- identity mapping: a group claim becomes the portal role and team memberships (`identity_from_claims`),
-  written by `portal.services.user_sync_identity`;
-- failures end on the login page with a sentence saying what went wrong, never with a 400 page.
+- identity mapping: the id_token's issuer and subject find the portal account (never a user name or an e-mail
+  the provider lets people choose), and a group claim becomes its role and team memberships
+  (`identity_from_claims`, written by `portal.services.user_sign_on`);
+- nothing is read from the provider until single sign-on is used, so password sign-ins work while it is down;
+- failures end on the login page with a sentence of ours saying what went wrong, never with a 400 page.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import re
-from dataclasses import dataclass
 
 import jwt
 import requests
@@ -25,14 +26,18 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
+from django.db import IntegrityError
 from django.http import Http404
+from django.shortcuts import redirect
 from django.urls import path
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from .choices import Role
+from .errors import DomainError
 from .roles import ROLE_ORDER
+from .services import SignOn, user_sign_on
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +52,19 @@ DISCOVERED = {
     "OIDC_OP_ISSUER": "issuer",
 }
 USERNAME_RE = re.compile(r"^[\w.@+-]{1,150}$")
+# The `error` codes an authorization response may carry (RFC 6749 section 4.1.2.1; OpenID Connect Core 1.0,
+# section 3.1.2.6), each with what the login page says.
+PROVIDER_ERRORS = {
+    "access_denied": "The identity provider refused the sign-in, or it was cancelled.",
+    "login_required": "The identity provider needs you to sign in there first; start again.",
+    "interaction_required": "The identity provider needs you to confirm something there first; start again.",
+    "consent_required": "The identity provider needs your consent for the portal first; start again.",
+    "account_selection_required": "The identity provider needs you to pick an account first; start again.",
+    "temporarily_unavailable": "The identity provider is unavailable for now; try again later.",
+    "server_error": "The identity provider had an error; try again later.",
+}
+PROVIDER_ERROR_OTHER = ("The identity provider refused the sign-in request (a configuration problem: the platform "
+                        "team can see the provider's error in its logs).")
 
 
 class IdentityRejected(Exception):
@@ -114,16 +132,6 @@ def parse_role_groups(text: str) -> dict[str, set[str]]:
 # --- identity mapping ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Identity:
-    username: str
-    role: str
-    team_slugs: tuple[str, ...]
-    email: str = ""
-    first_name: str = ""
-    last_name: str = ""
-
-
 def _groups(claims: dict, claim: str) -> set[str]:
     value = claims.get(claim) or []
     if isinstance(value, str):
@@ -134,13 +142,17 @@ def _groups(claims: dict, claim: str) -> set[str]:
 
 def identity_from_claims(
     claims: dict, *, groups_claim: str, username_claim: str, role_groups: dict[str, set[str]], team_prefix: str
-) -> Identity:
-    """Who the claims say this is, with the highest role a group grants and the teams the groups name.
+) -> SignOn:
+    """Who the claims say this is: the issuer and subject that identify them (the link to a portal account), the
+    user name a new account would get, the highest role a group grants and the teams the groups name.
 
     Team groups (`<prefix><slug>`) name teams the platform team created; unknown slugs are kept here and dropped
     by the service, so an identity provider can never create a cost centre.
     """
-    username = str(claims.get(username_claim) or claims.get("sub") or "")
+    subject = str(claims.get("sub") or "")
+    if not subject or len(subject) > 255:
+        raise IdentityRejected("The identity provider's answer has no usable subject (`sub`).")
+    username = str(claims.get(username_claim) or subject)
     if not USERNAME_RE.fullmatch(username):
         raise IdentityRejected(
             f"The identity provider's {username_claim!r} claim ({username!r}) is not a usable user name."
@@ -153,11 +165,17 @@ def identity_from_claims(
             f"Your account is in none of the portal's groups ({wanted}); ask the platform team for access."
         )
     teams = tuple(sorted(g.removeprefix(team_prefix) for g in groups if team_prefix and g.startswith(team_prefix)))
-    return Identity(
+    # A JSON boolean, or a string for some providers (Amazon Cognito's "true"); absent: neither said.
+    said = str(claims.get("email_verified")).lower()
+    verified, unverified = said == "true", said == "false"
+    return SignOn(
+        issuer=str(claims.get("iss") or ""),
+        subject=subject,
         username=username,
         role=role,
         team_slugs=teams,
-        email=str(claims.get("email") or "") if claims.get("email_verified", True) else "",
+        email="" if unverified else str(claims.get("email") or "")[:254],
+        email_verified=verified,
         first_name=str(claims.get("given_name") or "")[:150],
         last_name=str(claims.get("family_name") or "")[:150],
     )
@@ -172,31 +190,35 @@ def _fail(request, message: str) -> None:
 
 
 class PortalOIDCBackend(OIDCAuthenticationBackend):
-    """Always listed in AUTHENTICATION_BACKENDS; inert (and reading no OIDC setting) while SSO is disabled."""
+    """Always listed in AUTHENTICATION_BACKENDS, and so built by Django for every password sign-in and for every
+    request of a user who signed on: it reads no provider setting (no discovery document) until it handles a
+    callback, so a provider that is down or misconfigured never fails anything but single sign-on itself."""
 
     get_settings = staticmethod(oidc_setting)
 
     def __init__(self, *args, **kwargs):
         self.enabled = oidc_enabled()
         self.UserModel = get_user_model()
-        if self.enabled:
-            super().__init__(*args, **kwargs)
 
     def authenticate(self, request, **kwargs):
         # Only the callback of the code flow (a `code` in the query) is ours; password logins go to ModelBackend.
         if not self.enabled or request is None or "code" not in request.GET:
             return None
         try:
+            super().__init__()  # the library's settings: endpoints from discovery, keys, client
             return super().authenticate(request, **kwargs)
-        except IdentityRejected as exc:
+        except (IdentityRejected, DomainError) as exc:
             logger.warning("SSO login refused: %s", exc)
             _fail(request, str(exc))
         except (SuspiciousOperation, AnswerUnverified, jwt.InvalidTokenError) as exc:
             logger.warning("SSO login refused: the provider's answer did not verify: %s", exc)
             _fail(request, "Single sign-on failed: the identity provider's answer could not be verified.")
-        except (requests.RequestException, ImproperlyConfigured) as exc:
+        except (requests.RequestException, ImproperlyConfigured, ValueError) as exc:
             logger.error("SSO login failed: the identity provider could not be used: %s", exc)
             _fail(request, "Single sign-on failed: the identity provider did not answer; try again later.")
+        except IntegrityError as exc:  # the same identity's first sign-on twice at once: the other one won
+            logger.warning("SSO login raced another: %s", exc)
+            _fail(request, "Single sign-on did not complete; start again.")
         return None
 
     def verify_token(self, token, **kwargs):
@@ -224,29 +246,24 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         return claims
 
     def get_or_create_user(self, access_token, id_token, payload):
-        from .services import user_sync_identity
-
         try:
             claims = self.get_userinfo(access_token, id_token, payload)
         except SuspiciousOperation as exc:  # the library would swallow it without a word
             raise AnswerUnverified(str(exc)) from exc
-        identity = identity_from_claims(
+        # The link key comes from the verified id_token, whatever else the userinfo answer says.
+        claims.update(iss=payload.get("iss"), sub=payload.get("sub"))
+        sign_on = identity_from_claims(
             claims,
             groups_claim=settings.OIDC_GROUPS_CLAIM,
             username_claim=settings.OIDC_USERNAME_CLAIM,
             role_groups=parse_role_groups(settings.OIDC_ROLE_GROUPS),
             team_prefix=settings.OIDC_TEAM_GROUP_PREFIX,
         )
-        user = user_sync_identity(
-            username=identity.username,
-            role=identity.role,
-            team_slugs=list(identity.team_slugs),
-            email=identity.email,
-            first_name=identity.first_name,
-            last_name=identity.last_name,
-        )
-        logger.info("SSO login of %s as %s (teams: %s)", user.get_username(), identity.role,
-                    ", ".join(identity.team_slugs) or "none")
+        if not sign_on.issuer:
+            raise AnswerUnverified("id_token has no issuer")
+        user = user_sign_on(sign_on=sign_on, link_verified_email=settings.OIDC_LINK_VERIFIED_EMAIL)
+        logger.info("SSO login of %s as %s (teams: %s)", user.get_username(), sign_on.role,
+                    ", ".join(sign_on.team_slugs) or "none")
         return user
 
 
@@ -259,14 +276,18 @@ class OIDCAuthenticateView(OIDCAuthenticationRequestView):
     get_settings = staticmethod(oidc_setting)
 
     def __init__(self, *args, **kwargs):
-        if oidc_enabled():
-            super().__init__(*args, **kwargs)
-        else:
-            super(OIDCAuthenticationRequestView, self).__init__(*args, **kwargs)
+        # The library's settings are read in get(): a provider that is down is then a message, not a 500.
+        super(OIDCAuthenticationRequestView, self).__init__(*args, **kwargs)
 
     def get(self, request):
         if not oidc_enabled():
             raise Http404("Single sign-on is not configured.")
+        try:
+            super().__init__()
+        except (requests.RequestException, ImproperlyConfigured, ValueError) as exc:
+            logger.error("SSO not started: the identity provider could not be used: %s", exc)
+            _fail(request, "Single sign-on failed: the identity provider did not answer; try again later.")
+            return redirect(settings.LOGIN_URL)
         return super().get(request)
 
 
@@ -291,8 +312,11 @@ class OIDCCallbackView(OIDCAuthenticationCallbackView):
             return self.login_failure()
 
     def login_failure(self):
-        if request_error := self.request.GET.get("error"):
-            _fail(self.request, f"The identity provider refused the sign-in ({request_error[:100]}).")
+        if error := self.request.GET.get("error"):
+            # A fixed sentence per error code: the query string is anyone's to write, so none of it is shown.
+            logger.warning("SSO callback with error %r: %r", error[:100],
+                           self.request.GET.get("error_description", "")[:300])
+            _fail(self.request, PROVIDER_ERRORS.get(error, PROVIDER_ERROR_OTHER))
         elif SSO_ERROR_SESSION_KEY not in self.request.session:
             _fail(self.request, "Single sign-on did not complete.")
         return super().login_failure()

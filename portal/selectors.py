@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.core.cache import cache
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .models import ApiToken, Team
@@ -67,6 +67,12 @@ def worker_heartbeat() -> dict | None:
         return None
     age = (timezone.now() - datetime.fromisoformat(heartbeat["at"])).total_seconds()
     return {**heartbeat, "age_seconds": round(age, 3)}
+
+
+def token_live_count(*, user) -> int:
+    """How many of the user's tokens work: neither revoked nor expired."""
+    return (ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())).count())
 
 
 def token_list(*, user) -> QuerySet[ApiToken]:

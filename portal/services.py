@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import check_password
 from django.contrib.auth.models import Group
@@ -12,10 +15,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .choices import Role
+from .choices import Role, SignOnLink
 from .dispatch import send_after_commit
 from .errors import InvalidInput, NotFound, PermissionDenied
-from .models import ApiToken, Membership, Team
+from .models import ApiToken, Membership, SignOnIdentity, Team
 from .roles import is_platform, user_roles
 from .tokens import token_digest, token_generate, token_prefix
 from .webhooks import secret_generate
@@ -95,11 +98,18 @@ def token_issue(*, user, name: str, expires_at=None, replace: bool = False) -> t
     name = (name or "").strip()
     if not name:
         raise InvalidInput("Give the token a name that says what it is for.", field="name")
+    # The user's row lock: two issues at once cannot both pass the cap below.
+    get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).first()
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInput("The expiry must be in the future (or empty for a token that does not expire).",
                            field="expires_at")
     if replace:
         ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    live = (ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())).count())
+    if live >= settings.PORTAL_MAX_TOKENS_PER_USER:
+        raise InvalidInput(f"You already hold {live} working tokens, the most one person may: revoke one you no "
+                           "longer use first.", field="name")
     clear = token_generate()
     try:
         with transaction.atomic():
@@ -120,6 +130,7 @@ def tokens_revoke_selected(*, actor, token_ids) -> int:
     return sum(token_revoke(actor=actor, token_id=token_id).revoked_at is not None for token_id in token_ids)
 
 
+@transaction.atomic
 def token_revoke(*, actor, token_id: int) -> ApiToken:
     """Revoke one token: its owner may, and the platform team (whose admin calls this too). Revoking twice is
     harmless; another user's token is not found, as if it did not exist."""
@@ -203,35 +214,96 @@ def worker_ping_dispatch(*, user) -> None:
 # --- single sign-on (portal.oidc) ---------------------------------------------------------------------------------
 
 
-@transaction.atomic
-def user_sync_identity(
-    *,
-    username: str,
-    role: str,
-    team_slugs: list[str],
-    email: str = "",
-    first_name: str = "",
-    last_name: str = "",
-):
-    """Create or update a user from the identity provider's word: its groups decide the role and the teams.
+@dataclass(frozen=True)
+class SignOn:
+    """Who the identity provider vouched for (portal.oidc.identity_from_claims): the link key (issuer, subject)
+    and what the portal takes from its claims."""
 
-    Teams are never created here (a team carries a cost centre the platform team sets with `create_team`): group
-    names of unknown teams are ignored. For SSO users the provider owns membership, so memberships of teams its
-    groups no longer name are removed. A local password, if the account has one, keeps working.
+    issuer: str
+    subject: str
+    username: str
+    role: str
+    team_slugs: tuple[str, ...] = ()
+    email: str = ""  # kept unless the provider says it is unverified
+    email_verified: bool = False  # the provider said so in so many words (links by e-mail need it)
+    first_name: str = ""
+    last_name: str = ""
+
+
+@transaction.atomic
+def user_sign_on(*, sign_on: SignOn, link_verified_email: bool = False):
+    """The portal user of this identity, its role and teams set from the provider's groups alone.
+
+    The user is found by the identity's issuer and subject only. An identity seen for the first time gets an
+    account of its own, named after its user name claim, or `<name>@<issuer host>` when that name is taken: a
+    name the provider lets people choose never adopts an existing account. With `link_verified_email` it is
+    linked instead to the one existing account with the provider's verified e-mail address (never a superuser,
+    never an account already linked at this issuer). Teams are never created here (a team carries a cost centre
+    the platform team sets): groups of unknown teams are ignored. A local password, if the account has one, keeps
+    working. Raises PermissionDenied with the reason when there is no account it may have.
     """
-    known = sorted(Team.objects.filter(slug__in=team_slugs).values_list("slug", flat=True))
-    unknown = sorted(set(team_slugs) - set(known))
-    user, _ = user_upsert(username=username, role=role, team_slugs=known, email=email)
+    link = (SignOnIdentity.objects.select_for_update().select_related("user")
+            .filter(issuer=sign_on.issuer, subject=sign_on.subject).first())
+    if link is not None:
+        user = link.user
+        if not user.is_active:
+            raise PermissionDenied("Your portal account is deactivated; ask the platform team.")
+    else:
+        user, how = _sign_on_account(sign_on, link_verified_email=link_verified_email)
+        SignOnIdentity.objects.create(user=user, issuer=sign_on.issuer, subject=sign_on.subject, linked_by=how)
+        logger.info("SSO identity %s at %s linked to %s (%s)", sign_on.subject, sign_on.issuer, user.username, how)
+    known = sorted(Team.objects.filter(slug__in=sign_on.team_slugs).values_list("slug", flat=True))
+    user, _ = user_upsert(username=user.username, role=sign_on.role, team_slugs=known, email=sign_on.email)
     Membership.objects.filter(user=user).exclude(team__slug__in=known).delete()
-    if (user.first_name, user.last_name) != (first_name, last_name):
-        user.first_name, user.last_name = first_name, last_name
+    if (user.first_name, user.last_name) != (sign_on.first_name, sign_on.last_name):
+        user.first_name, user.last_name = sign_on.first_name, sign_on.last_name
         user.save(update_fields=["first_name", "last_name"])
-    if unknown:
-        logger.info(
-            "SSO user %s is in groups of unknown teams (%s): ignored until the platform team creates them",
-            username, ", ".join(unknown),
-        )
+    if unknown := sorted(set(sign_on.team_slugs) - set(known)):
+        logger.info("SSO user %s is in groups of unknown teams (%s): ignored until the platform team creates them",
+                    user.username, ", ".join(unknown))
     return user
+
+
+def _sign_on_account(sign_on: SignOn, *, link_verified_email: bool):
+    """(user, how it is linked) for an identity seen for the first time."""
+    users = get_user_model().objects
+    if link_verified_email and sign_on.email and sign_on.email_verified:
+        same_email = list(users.filter(email__iexact=sign_on.email)
+                          .exclude(sign_on_identities__issuer=sign_on.issuer)[:2])
+        if len(same_email) > 1:
+            raise PermissionDenied(f"Several portal accounts have the e-mail address {sign_on.email}: ask the "
+                                   "platform team to link yours (manage.py link_sign_on).")
+        if same_email and same_email[0].is_superuser:
+            raise PermissionDenied("The portal account with your e-mail address is an administrator's: it is not "
+                                   "linked to a sign-on by e-mail. Ask the platform team (manage.py link_sign_on).")
+        if same_email:
+            return same_email[0], SignOnLink.VERIFIED_EMAIL
+    host = urlsplit(sign_on.issuer).hostname or "sso"
+    for username in (sign_on.username, f"{sign_on.username}@{host}"):
+        # Compared without case: "Pat" beside a local "pat" would be a look-alike of another person's account.
+        if len(username) <= 150 and not users.filter(username__iexact=username).exists():
+            user = users.create(username=username)
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+            return user, SignOnLink.FIRST_SIGN_ON
+    raise PermissionDenied(f"The portal already has accounts named {sign_on.username!r} and "
+                           f"{sign_on.username}@{host}, neither linked to your sign-on: ask the platform team.")
+
+
+@transaction.atomic
+def sign_on_link(*, username: str, issuer: str, subject: str):
+    """Link an identity to an existing account (the platform team's `manage.py link_sign_on`), replacing the
+    account's link at that issuer. Raises InvalidInput when the account does not exist or the identity is another's.
+    """
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise InvalidInput(f"No portal account is named {username!r}.", field="username")
+    taken = SignOnIdentity.objects.filter(issuer=issuer, subject=subject).exclude(user=user).first()
+    if taken is not None:
+        raise InvalidInput(f"That identity is linked to {taken.user.username}; unlink it there first (admin, "
+                           "single sign-on identities).", field="subject")
+    SignOnIdentity.objects.filter(user=user, issuer=issuer).delete()
+    return SignOnIdentity.objects.create(user=user, issuer=issuer, subject=subject, linked_by=SignOnLink.COMMAND)
 
 
 # --- team webhooks (portal.webhooks) ------------------------------------------------------------------------------

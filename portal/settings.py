@@ -34,6 +34,14 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY") or ("insecure-local-development-key" if DEBUG else "")
 if not SECRET_KEY:
     raise RuntimeError("SECRET_KEY must be set when DEBUG is false")
+# Keys anyone can read (.env.example's, the development fallback, Django's generated placeholders): a deployment
+# that kept one signs its sessions and tokens with a public key, so it does not start.
+KNOWN_EXAMPLE_SECRET_KEYS = frozenset({
+    "change-me-to-a-long-random-string-of-at-least-fifty-characters-0123456789", "insecure-local-development-key",
+})
+if not DEBUG and (SECRET_KEY in KNOWN_EXAMPLE_SECRET_KEYS or SECRET_KEY.startswith(("change-me", "django-insecure-"))):
+    raise RuntimeError("SECRET_KEY is a published example key (from .env.example or the documentation); set a "
+                       "random one, e.g. python -c \"import secrets; print(secrets.token_urlsafe(50))\"")
 # Keys encrypting stored secrets (cluster tokens, webhook secrets): comma-separated Fernet keys, the first one
 # encrypts, all decrypt (rotation: docs/clusters-and-credentials.md). Derived from SECRET_KEY only while DEBUG is on;
 # with DEBUG off and no keys, `check --deploy` fails and storing or reading a secret raises (collectstatic works).
@@ -78,6 +86,7 @@ MIDDLEWARE = [
     "portal.health.ProbeEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "portal.middleware.ApiBodySizeLimitMiddleware",
+    "portal.middleware.AdminNulQueryMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -204,20 +213,24 @@ SPECTACULAR_SETTINGS = {
                             "BudgetModeEnum": "chargeback.choices.BudgetMode"},
 }
 
-# Requests a token (or session) may make to the API; DRF rate syntax, e.g. "600/min".
+# Requests a user may make to the API, all their tokens and sessions together; DRF rate syntax, e.g. "600/min".
 PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
+# API tokens a user may hold at once (neither revoked nor expired).
+PORTAL_MAX_TOKENS_PER_USER = int(os.environ.get("PORTAL_MAX_TOKENS_PER_USER", "10"))
 # Where the rate counters live (portal.api.throttling counts atomically in Redis): the cache's Redis by default.
 PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])
 # --- sign-in protection (django-axes, portal.signin; docs/security.md) ---
 # Failed password sign-ins allowed (portal login, admin login) before further attempts are refused, until
-# PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure: per username from one client address, per
-# username from anywhere, per client address for any username (0 turns the last two off).
+# PORTAL_LOGIN_LOCKOUT_SECONDS have passed since the last failure: per username from one client address. The wider
+# counts (per username from anywhere, per address for any username) are off unless set: each lets someone lock
+# out people who did nothing wrong (a colleague's account; everyone behind one address).
 PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5"))
-PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "20"))
-PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "50"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "0"))
+PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "0"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
-# Reverse proxies in front of the portal that append to X-Forwarded-For (an ingress: 1); 0 trusts REMOTE_ADDR only.
-PORTAL_TRUSTED_PROXY_COUNT = int(os.environ.get("PORTAL_TRUSTED_PROXY_COUNT", "0"))
+# The reverse proxies in front of the portal (CIDRs; an ingress controller's pod network): X-Forwarded-For is read
+# only on a connection from one of them, and only as far left as they wrote it. Empty: REMOTE_ADDR is the client.
+PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", "")
 AXES_HANDLER = "portal.signin.SignInHandler"
 # Lockouts are reset with `manage.py axes_reset` (docs/security.md); the admin keeps to the portal's own models,
 # whose actions are each checked against the role their service checks (tests/test_admin_actions.py).
@@ -255,11 +268,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
-# Outbound calls to addresses people enter (API servers, webhooks; portal.outbound): loopback, link-local, private
-# and reserved ranges are denied unless listed here (CIDRs, comma-separated: on-premises API servers); the deny
-# list adds ranges and wins over the allow list.
+# Outbound calls to addresses people enter (portal.outbound): loopback, link-local, private and reserved ranges are
+# denied unless listed. This list is for the clusters' API servers and their Prometheus (CIDRs, comma-separated:
+# on-premises API servers); the deny list adds ranges for every call and wins over the allow lists.
 PORTAL_OUTBOUND_ALLOWED_NETWORKS = env_list("PORTAL_OUTBOUND_ALLOWED_NETWORKS", "")
 PORTAL_OUTBOUND_DENIED_NETWORKS = env_list("PORTAL_OUTBOUND_DENIED_NETWORKS", "")
+# Team webhooks have their own list (engineers type them): never loopback, link-local or metadata addresses.
+PORTAL_WEBHOOK_ALLOWED_NETWORKS = env_list("PORTAL_WEBHOOK_ALLOWED_NETWORKS", "")
 # The portal's own pod identity (credential source "in_cluster", and reading Secrets for source "secret"): its
 # API server (from the variables every pod gets) and the service-account files the kubelet keeps rotated.
 _service_host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
@@ -359,6 +374,9 @@ OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
 OIDC_ROLE_GROUPS = os.environ.get("OIDC_ROLE_GROUPS", "platform=gpu-platform,finance=gpu-finance,engineer=gpu-users")
 # Groups named <prefix><team slug> make the user a member of that (existing) team.
 OIDC_TEAM_GROUP_PREFIX = os.environ.get("OIDC_TEAM_GROUP_PREFIX", "gpu-team-")
+# A first sign-on is linked to the one existing account with the provider's verified e-mail address (instead of
+# getting an account of its own). Only for a provider that verifies every address it vouches for.
+OIDC_LINK_VERIFIED_EMAIL = env_bool("OIDC_LINK_VERIFIED_EMAIL", False)
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTHORIZATION_ENDPOINT))
 # portal.signin's gate first: a locked-out username and address never reach the password check.
 AUTHENTICATION_BACKENDS = [
@@ -439,12 +457,9 @@ def _env_every(setting: str, default: str, offset: float) -> offset_schedule | N
 
 
 CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
-    # Work whose message was lost: provisioning jobs, then stalled-gang notices.
-    "provisioning-sweep": {
-        "task": "provisioning.allocation_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=5),
-    },
-    "provisioning-notification-sweep": {
-        "task": "provisioning.gang_notification_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=35),
+    # Work whose message was lost, in every outbox (portal.outbox): provisioning jobs, stalled-gang notices, notices.
+    "outbox-sweep": {
+        "task": "portal.outbox_sweep", "schedule": _env_every("PORTAL_SWEEP_SECONDS", "60", offset=5),
     },
     # A worker records a heartbeat every minute; gpu_portal_worker_heartbeat_age_seconds shows when that stops.
     "portal.ping": {"task": "portal.ping", "schedule": offset_schedule(60.0, offset=20)},

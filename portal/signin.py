@@ -4,16 +4,19 @@ django-axes counts failed `authenticate()` calls in the database (one row per us
 every web worker reads the same rows). Three counts are kept, each with its own limit, and reaching any one refuses
 further attempts for PORTAL_LOGIN_LOCKOUT_SECONDS after the last failure:
 - one username from one client address (PORTAL_LOGIN_MAX_FAILURES, 5): someone guessing one password;
-- one username from anywhere (PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT, 20): guessing spread over many addresses;
-- one client address, any username (PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS, 50): one password tried on many accounts.
-The wider counts have higher limits, so a stranger's guesses do not lock a colleague out as quickly as their own
-typos would, and an office behind one NAT address is not locked out by a few people's typos.
+- one username from anywhere (PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT, off unless set): guessing spread over many
+  addresses, at the price that anyone can lock that account out;
+- one client address, any username (PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS, off unless set): one password tried on
+  many accounts, at the price that everyone behind that address (an office's NAT) is locked out.
+So by default a lockout is by account and address together: guessing from one address locks that account for
+that address only. The client address is the connection's, or what a configured proxy says it saw.
 This module holds the callables the AXES_* settings name: limits read at request time, the client address, which
 attempts count, the handler that applies the three limits, and the 429 page that keeps the sign-in form and says
 how long to wait. docs/security.md describes the settings.
 """
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 
 from axes.backends import AxesStandaloneBackend
@@ -75,18 +78,38 @@ def lockout_message() -> str:
     return f"Too many failed sign-ins. Try again in {minutes} minute{'s' if minutes != 1 else ''}."
 
 
-def client_address(request) -> str:
-    """REMOTE_ADDR, or the address the Nth trusted proxy saw (X-Forwarded-For read from the right).
+def _address(text: str):
+    try:
+        return ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
 
-    Only the right-most PORTAL_TRUSTED_PROXY_COUNT entries were written by our own proxies; anything left of them
-    comes from the client and could be forged, so it is never used.
+
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, unless the connection comes from a trusted proxy (PORTAL_TRUSTED_PROXIES);
+    then X-Forwarded-For read from the right, past every trusted proxy, to the first address they did not write.
+
+    Anything left of that entry comes from the client and could be forged, so it is never used; a header from a
+    connection that is not a trusted proxy is not believed at all.
     """
-    proxies = settings.PORTAL_TRUSTED_PROXY_COUNT
     remote = request.META.get("REMOTE_ADDR", "")
-    if proxies <= 0:
+    trusted = [ipaddress.ip_network(net, strict=False) for net in settings.PORTAL_TRUSTED_PROXIES]
+    if not trusted:
         return remote
-    forwarded = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
-    return forwarded[-proxies] if len(forwarded) >= proxies else remote
+
+    def is_proxy(address) -> bool:
+        return address is not None and any(address in net for net in trusted)
+
+    if not is_proxy(_address(remote)):
+        return remote
+    hops = [hop for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    for hop in reversed(hops):
+        address = _address(hop)
+        if address is None:
+            return remote  # not an address a proxy of ours writes: nothing further left can be believed
+        if not is_proxy(address):
+            return str(address)
+    return str(_address(hops[0])) if hops else remote
 
 
 def username_of(request, credentials) -> str | None:

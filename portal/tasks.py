@@ -25,6 +25,14 @@ def ping() -> None:
     logger.info("pong from %s", heartbeat["worker"])
 
 
+@shared_task(name="portal.outbox_sweep")
+def outbox_sweep() -> dict[str, int]:
+    """Beat: every outbox's sweep (portal.outbox); returns how many each sent again."""
+    from .outbox import outboxes_sweep
+
+    return outboxes_sweep()
+
+
 NOTICE_MAX_ATTEMPTS = 5
 
 

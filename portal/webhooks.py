@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import urllib3
 from django.conf import settings
 
-from .outbound import OutboundBlocked, check_url, post_pinned
+from .outbound import WEBHOOK, OutboundBlocked, check_url, post_pinned
 
 SIGNATURE_HEADER = "X-Portal-Signature"
 SIGNATURE_VERSION = "v1"
@@ -62,7 +62,7 @@ def webhook_post(delivery: WebhookDelivery) -> int:
     """POST once, to the address the URL was checked to resolve to, following no redirect. Returns the status;
     raises WebhookFailed (transient for timeouts, 408/409/425/429 and 5xx)."""
     try:
-        destination = check_url(delivery.url)
+        destination = check_url(delivery.url, purpose=WEBHOOK)
     except OutboundBlocked as exc:
         raise WebhookFailed(f"the webhook URL is not called: {exc}", transient=False) from None
     try:

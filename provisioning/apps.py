@@ -9,14 +9,19 @@ class ProvisioningConfig(AppConfig):
         from intake import hooks
         from intake.choices import RequestStatus
         from portal.metrics import register_all
+        from portal.outbox import outbox_register
 
         from .metrics import COLLECTORS
         from .models import AppliedObject, GangStall, ProvisioningJob
         from .preview import preview_objects
         from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait, team_quota_state
         from .services import allocation_on_approved, allocation_on_cancelled
+        from .sweeps import allocation_sweep_now, gang_notification_sweep_now
 
         register_all(COLLECTORS)
+        # Their outboxes are swept with every other (portal.outbox).
+        outbox_register("provisioning_jobs", allocation_sweep_now)
+        outbox_register("gang_notifications", gang_notification_sweep_now)
         # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.
         hooks.on_entering(RequestStatus.APPROVED, "provisioning.apply", allocation_on_approved)
         hooks.on_entering(RequestStatus.CANCELLED, "provisioning.teardown", allocation_on_cancelled)

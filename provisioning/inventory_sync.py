@@ -284,17 +284,6 @@ def inventory_sync_dispatch() -> int:
     return sent
 
 
-def inventory_sync_now(*, user, cluster: Cluster) -> SyncOutcome:
-    """Sync one cluster's inventory now, in this request, for a person (platform team): the admin's action.
-    The beat and the worker call inventory_sync, which has no person to check."""
-    from portal.errors import PermissionDenied
-    from portal.roles import is_platform
-
-    if not is_platform(user):
-        raise PermissionDenied("Only the platform team starts an inventory sync.")
-    return inventory_sync(cluster=cluster)
-
-
 def inventory_sync_request(*, user, cluster: Cluster) -> str:
     """Ask for a sync of one cluster now (platform team); the task runs after this transaction commits."""
     from portal.errors import PermissionDenied

@@ -1,4 +1,4 @@
-"""The beat sweeps: background work whose message never reached the broker, or was lost by it (a Redis restart, a
+"""The provisioning outboxes' sweeps (run by portal.outbox's one sweep of every outbox): background work whose message never reached the broker, or was lost by it (a Redis restart, a
 worker killed while Redis lost its copy too), is sent again; work that keeps getting lost fails for good.
 
 Every row a sweep covers has its own message in normal operation, so a sweep can only ever add a duplicate: the
@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .choices import JobKind, JobStatus, NotificationStatus
+from portal.outbox import notice_rows_sweep
+
+from .choices import JobKind, JobStatus
 from .models import GangNotification, ProvisioningJob
 from .reconcile.notifications import gang_notification_dispatch, gang_notification_fail
 from .services import JOB_LOCK_NAMESPACE, allocation_fail, dispatch_job
@@ -90,24 +93,29 @@ def _job_recover(*, job_id: int, cutoff, max_attempts: int) -> str | None:
 
 def gang_notification_sweep(*, older_than_seconds: float = 120, stuck_after_seconds: float = 900,
                             max_attempts: int = 6) -> int:
-    """Send again the notices still queued `older_than_seconds` after they were made (their dispatch never reached
-    the broker, or the broker lost it), and those waiting to retry for longer than `stuck_after_seconds` (their
-    retry message was lost); a notice that has had `max_attempts` fails instead. Delivery is idempotent, so one
-    that was merely slow to run is not sent twice. Returns how many were dispatched."""
+    """Send again the stalled-gang notices whose message was lost, as every notice outbox is swept
+    (portal.outbox.notice_rows_sweep). Returns how many were dispatched."""
     from . import tasks
 
-    now = timezone.now()
-    queued = GangNotification.objects.filter(status=NotificationStatus.QUEUED,
-                                             created_at__lt=now - timedelta(seconds=older_than_seconds))
-    due = list(queued.values_list("pk", flat=True))
-    stuck = GangNotification.objects.filter(status=NotificationStatus.RETRYING,
-                                            updated_at__lt=now - timedelta(seconds=stuck_after_seconds))
-    for pk, attempts in stuck.values_list("pk", "attempts"):
-        if attempts >= max_attempts:
-            gang_notification_fail(notification_id=pk,
-                                   message=f"Gave up after {attempts} attempts: its retry message was lost.")
-            continue
-        # Touched, so the next sweeps wait another stuck period before sending it once more.
-        GangNotification.objects.filter(pk=pk, status=NotificationStatus.RETRYING).update(updated_at=now)
-        due.append(pk)
-    return sum(gang_notification_dispatch(pk, tasks.gang_notification_deliver) for pk in due)
+    return notice_rows_sweep(
+        GangNotification.objects.all(),
+        dispatch=lambda pk: gang_notification_dispatch(pk, tasks.gang_notification_deliver),
+        fail=lambda pk, message: gang_notification_fail(notification_id=pk, message=message),
+        older_than_seconds=older_than_seconds, stuck_after_seconds=stuck_after_seconds, max_attempts=max_attempts)
+
+
+def allocation_sweep_now() -> int:
+    """The provisioning jobs' outbox sweep, with the settings' timings (registered with portal.outbox)."""
+    from .tasks import MAX_ATTEMPTS
+
+    return allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
+                            stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=MAX_ATTEMPTS)
+
+
+def gang_notification_sweep_now() -> int:
+    """The stalled-gang notices' outbox sweep, with the settings' timings (registered with portal.outbox)."""
+    from .tasks import NOTIFY_MAX_ATTEMPTS
+
+    return gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
+                                   stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
+                                   max_attempts=NOTIFY_MAX_ATTEMPTS)

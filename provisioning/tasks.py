@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from . import services, sweeps
+from . import services
 from .appliers.base import PermanentApplyError, TransientApplyError
 
 logger = logging.getLogger(__name__)
@@ -63,13 +63,6 @@ def allocation_apply(self, job_id: int, after_attempt: int | None = None) -> str
              soft_time_limit=600, time_limit=660)
 def allocation_teardown(self, job_id: int, after_attempt: int | None = None) -> str:
     return _run(self, services.allocation_teardown, job_id, after_attempt)
-
-
-@shared_task(name="provisioning.allocation_sweep")
-def allocation_sweep() -> int:
-    """Beat: send again the jobs whose message never reached the broker, was lost by it, or died with a worker."""
-    return sweeps.allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
-                                   stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=MAX_ATTEMPTS)
 
 
 # --- inventory discovery and MIG plans -----------------------------------
@@ -171,14 +164,6 @@ def gang_notification_deliver(self, notification_id: int) -> str:
                                                  message=f"Gave up after {attempt} attempts: {exc}")
             return "failed"
         raise self.retry(countdown=_backoff(attempt, None), exc=exc)
-
-
-@shared_task(name="provisioning.gang_notification_sweep")
-def gang_notification_sweep() -> int:
-    """Beat: send again the notices whose message never reached the broker or was lost by it."""
-    return sweeps.gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
-                                          stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
-                                          max_attempts=NOTIFY_MAX_ATTEMPTS)
 
 
 # --- why requests wait (waits) ------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from provisioning.inventory import cluster_declare
 from tests.factories import TeamFactory, make_user
 from tests.support.celery_worker import eager, running_worker
 
-# The fake Kubernetes API server (fixtures fake_kube, start_fake_kube, kube_connection, kube_client).
-pytest_plugins = ["tests.support.fake_kube"]
+# The fake Kubernetes API server (fixtures fake_kube, start_fake_kube, kube_connection, kube_client), and the
+# webhook receivers' address allowed for webhooks.
+pytest_plugins = ["tests.support.fake_kube", "tests.support.webhook"]
 
 VALID_ANSWERS = {
     "workload_class": "inference",

@@ -22,7 +22,7 @@ from intake.models import PolicyVersion
 from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve, request_submit
 from portal.errors import PermissionDenied
 from provisioning.inventory import team_quota_set
-from provisioning.inventory_sync import inventory_sync_now
+from provisioning.inventory_sync import inventory_sync_request
 from provisioning.mig_plans import mig_plan_approve, mig_plan_cancel, mig_plan_propose
 from portal.services import tokens_revoke_selected
 from provisioning.credentials import credentials_reencrypt
@@ -57,7 +57,7 @@ ROLES = {
     ("chargeback.RateCard", "delete_selected"): frozenset({"platform", "finance"}),
     ("chargeback.Budget", "delete_selected"): PLATFORM,
     **{(label, "delete_selected"): NOBODY for label in (
-        "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
+        "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "portal.SignOnIdentity", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
         "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval",
@@ -71,7 +71,7 @@ SERVICES = {
     ("intake.PolicyVersion", "new_draft"): lambda user, obj: policy_version_draft_create(user=user, based_on=obj),
     ("intake.PolicyVersion", "sign_off"): lambda user, obj: policy_version_sign_off(
         user=user, version_id=obj.pk, reviewed_digest="unreviewed"),
-    ("provisioning.Cluster", "sync_inventory"): lambda user, obj: inventory_sync_now(user=user, cluster=obj),
+    ("provisioning.Cluster", "sync_inventory"): lambda user, obj: inventory_sync_request(user=user, cluster=obj),
     ("provisioning.Cluster", "propose_mig_plan"): lambda user, obj: mig_plan_propose(user=user, cluster=obj),
     ("provisioning.Cluster", "reencrypt_credentials"): lambda user, obj: credentials_reencrypt(user=user),
     ("portal.ApiToken", "revoke"): lambda user, obj: tokens_revoke_selected(actor=user, token_ids=[obj.pk]),

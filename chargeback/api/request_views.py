@@ -18,7 +18,6 @@ from .serializers import RightsizingSerializer
 # No class docstring: drf-spectacular would make it the operation's description.
 class RequestRightsizingViewSet(viewsets.GenericViewSet):
     queryset = GpuRequest.objects.none()  # for the schema's {id}; the action applies visibility
-    lookup_value_regex = r"\d+"
 
     @extend_schema(responses={200: RightsizingSerializer},
                    summary="Right-sizing from what its GPUs did (Prometheus): the smaller MIG slice that would serve "

@@ -182,8 +182,11 @@ class CommitmentSerializer(serializers.Serializer):
     gpu_equivalent_hours = serializers.DecimalField(max_digits=14, decimal_places=4)
     cost = serializers.DecimalField(max_digits=14, decimal_places=2, allow_null=True,
                                     help_text="null: no rate card in the budget's currency")
-    basis = serializers.ChoiceField(choices=["expected_hours", "observed", "month_end", "lease"],
-                                    help_text="where the hours come from")
+    basis = serializers.ChoiceField(choices=["lease", "observed", "expected_hours", "month_end", "overrun"],
+                                    help_text="where the hours come from: until the lease ends; the median run of "
+                                              "the workload class (or expected_hours when longer); the month's "
+                                              "end; overrun: a run past its expected end, until its lease or the "
+                                              "month ends")
 
 
 class ForecastSerializer(serializers.Serializer):

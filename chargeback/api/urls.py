@@ -1,9 +1,9 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
+from portal.api.routers import PortalRouter
 
 from . import focus_views, request_views, views
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("chargeback/rate-cards", views.RateCardViewSet, basename="rate-card")
 router.register("chargeback/intervals", views.UsageIntervalViewSet, basename="usage-interval")
 router.register("chargeback/adjustments", views.AdjustmentViewSet, basename="adjustment")

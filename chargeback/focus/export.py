@@ -3,28 +3,23 @@ cursor's rows (no queries here). No note lines: FOCUS readers take the first lin
 
 Formats as FOCUS asks (`specification/attributes/`, tag v1.0): decimals with "." and no exponent or thousands
 separator (numeric_format.md), date/times as YYYY-MM-DDTHH:mm:ssZ (done in columns.py), empty cells for null
-(null_handling.md), UTF-8. CRLF line ends, as the portal's other CSV.
+(null_handling.md), UTF-8. CRLF line ends, as the portal's other CSV. Cells go through
+`portal.spreadsheet.csv_cell` like every CSV the portal writes: text a spreadsheet would run as a formula is
+neutralised with a leading quote (numbers never are).
 """
 from __future__ import annotations
 
 import csv
 from datetime import date
-from decimal import Decimal
 from typing import Iterable, Iterator, Sequence
+
+from portal.spreadsheet import csv_cell
 
 BATCH_ROWS = 500
 
 
 def focus_filename(*, start: date, end: date, version: str) -> str:
     return f"gpu-chargeback-focus-{version}_{start:%Y-%m-%d}_{end:%Y-%m-%d}.csv"
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    return str(value)
 
 
 class _Line:
@@ -38,7 +33,7 @@ def focus_csv_lines(rows: Iterable[dict], *, columns: Sequence[str], batch_rows:
     yield writer.writerow(columns)
     batch: list[str] = []
     for row in rows:
-        batch.append(writer.writerow([_cell(row[name]) for name in columns]))
+        batch.append(writer.writerow([csv_cell(row[name]) for name in columns]))
         if len(batch) >= batch_rows:
             yield "".join(batch)
             batch = []

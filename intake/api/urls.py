@@ -1,9 +1,9 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
+from portal.api.routers import PortalRouter
 
 from . import backstage, views
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("requests", views.RequestViewSet, basename="request")
 router.register("policy/versions", views.PolicyVersionViewSet, basename="policy-version")
 

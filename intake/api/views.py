@@ -63,7 +63,6 @@ class RequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     serializer_class = RequestSerializer
     filterset_class = RequestFilterSet
     queryset = GpuRequest.objects.none()  # for the schema; get_queryset applies visibility
-    lookup_value_regex = r"\d+"
 
     def _expand_decision(self) -> bool:
         if "expand" not in self.__dict__:  # once a request: the queryset and the serializer both ask
@@ -149,7 +148,6 @@ class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
 
     serializer_class = PolicyVersionSerializer
     lookup_field = "number"
-    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         return selectors.policy_version_list(user=self.request.user)

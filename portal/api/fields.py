@@ -34,8 +34,15 @@ class IntegerField(serializers.IntegerField):
 
     DRF's IntegerField also takes `"5.0"`, `" 5"`, `"+5"`, `"05"` and full-width digits, and a JSON `5.0`; none of
     these is a `type: integer` in the OpenAPI schema, so a client sending one hears about it (found by the API
-    fuzzer, tests/test_fuzz_api.py).
+    fuzzer, tests/test_fuzz_api.py). An empty `?days=` in a query string is refused like any other non-integer
+    (DRF reads it as "not given" and takes the default).
     """
+
+    def get_value(self, dictionary):
+        value = super().get_value(dictionary)
+        if value is serializers.empty and dictionary.get(self.field_name) == "":
+            return ""
+        return value
 
     def to_internal_value(self, data):
         if isinstance(data, bool) or not (isinstance(data, int) or (isinstance(data, str) and _INTEGER.fullmatch(data))):
@@ -44,6 +51,16 @@ class IntegerField(serializers.IntegerField):
 
 
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+class FloatField(serializers.FloatField):
+    """A number field that refuses true and false: DRF's FloatField calls float(), and float(True) is 1.0, so
+    `{"hours": true}` extended a lease by an hour. A JSON boolean is not a `type: number`."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class DateTimeField(serializers.DateTimeField):

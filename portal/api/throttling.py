@@ -1,4 +1,5 @@
-"""API rate limiting per token (per session user when no token, per address when anonymous).
+"""API rate limiting per user, whichever token or session the call comes with (per address when anonymous): a user
+holding several tokens shares one budget, so tokens are no way around the limit.
 
 One counter per caller in Redis, shared by every web worker: a Lua script increments it and starts its window in
 one atomic step, so concurrent requests can never read the same count and all pass (a read-then-write counter
@@ -68,10 +69,6 @@ class TokenRateThrottle(BaseThrottle):
         return self.retry_after
 
     def ident(self, request) -> str:
-        auth = getattr(request, "auth", None)
-        if auth is not None and getattr(auth, "digest", None):
-            # A part of the digest, never of the secret; unique across databases that reuse ids (test runs).
-            return f"token:{auth.digest[:24]}"
         if request.user and request.user.is_authenticated:
             return f"user:{request.user.pk}"
         return f"anon:{client_address(request)}"

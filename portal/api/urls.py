@@ -1,9 +1,9 @@
 from django.urls import path
-from rest_framework.routers import SimpleRouter
+from .routers import PortalRouter
 
 from . import views
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [

@@ -10,7 +10,7 @@ from portal.errors import DomainError
 
 from ..cluster_services import cluster_delete, cluster_save, node_pool_delete, node_pool_save
 from ..credentials import credentials_reencrypt
-from ..inventory_sync import inventory_sync_now
+from ..inventory_sync import inventory_sync_request
 from ..mig_plans import mig_plan_propose
 from ..models import Cluster, NodePool
 from .common import discrepancy_html
@@ -113,14 +113,14 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Sync the inventory of the selected clusters now", permissions=["change"])
     def sync_inventory(self, request, queryset):
+        # A worker runs it: the web pods hold no credentials for the Kubernetes API (docs/deployment.md).
         for cluster in queryset:
             try:
-                outcome = inventory_sync_now(user=request.user, cluster=cluster)
+                note = inventory_sync_request(user=request.user, cluster=cluster)
             except DomainError as exc:
                 self.message_user(request, f"{cluster.name}: {exc.message}", messages.ERROR)
                 continue
-            level = messages.SUCCESS if outcome.status == "synced" else messages.WARNING
-            self.message_user(request, f"Inventory of {cluster.name}: {outcome.status}. {outcome.message}", level)
+            self.message_user(request, note, messages.INFO)
 
     @admin.action(description="Propose MIG layout changes for the selected clusters", permissions=["change"])
     def propose_mig_plan(self, request, queryset):

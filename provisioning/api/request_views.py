@@ -27,7 +27,6 @@ KUBERNETES_OBJECTS = OpenApiResponse(
 # No class docstring: drf-spectacular would make it every operation's description.
 class RequestProvisioningViewSet(viewsets.GenericViewSet):
     queryset = GpuRequest.objects.none()  # for the schema's {id}; every action applies visibility
-    lookup_value_regex = r"\d+"
 
     def get_object(self):
         return intake_selectors.request_get(user=self.request.user, request_id=self.kwargs["pk"])

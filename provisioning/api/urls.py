@@ -1,8 +1,8 @@
-from rest_framework.routers import SimpleRouter
+from portal.api.routers import PortalRouter
 
 from . import request_views, views
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("clusters", views.ClusterViewSet, basename="cluster")
 # /requests/{id}/manifests/, /fit/, /wait/: beside intake's request routes, under the same names (request-fit...).
 router.register("requests", request_views.RequestProvisioningViewSet, basename="request")

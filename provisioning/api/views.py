@@ -45,7 +45,6 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     serializer_class = ClusterSerializer
     filterset_class = ClusterFilterSet
     queryset = Cluster.objects.none()  # for the schema; get_queryset prefetches
-    lookup_value_regex = r"\d+"
 
     def get_queryset(self):
         return selectors.cluster_detail_list()

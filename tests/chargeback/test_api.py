@@ -181,3 +181,34 @@ def test_finance_closes_a_month_over_the_api(api, usage, finance_user, engineer)
     bad = api(finance_user).post("/api/v1/chargeback/closed-periods/", {"month": "October"})
     assert bad.status_code == 400 and "month" in bad.json()
     assert api(engineer).get("/api/v1/chargeback/closed-periods/").json()["results"][0]["month"] == month
+
+
+def test_text_a_spreadsheet_would_run_is_neutralised_and_numbers_stay_numbers(api, requests_a, finance_user):
+    """A pod's annotation is the engineer's to write: its GPU model reaches finance's CSV as text, never a formula
+    (OWASP, CSV injection)."""
+    RateCard.objects.create(gpu_model="H100-80GB", strategy="whole_gpu", price_per_equivalent_hour=Decimal("2.00"),
+                            currency="EUR", valid_from=date(2026, 1, 1))
+    formulas = ['=HYPERLINK("https://evil.example","x")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)",
+                "\tx", "\r=1", "＝1+1"]
+    pods = [pod_for(requests_a["whole"], started_at=utc(2026, 11, 3, 8), finished_at=utc(2026, 11, 3, 9))]
+    for formula in formulas:
+        pod = pod_for(requests_a["whole"], started_at=utc(2026, 11, 5, 8), finished_at=utc(2026, 11, 5, 9))
+        pod["metadata"]["annotations"]["gpu-portal.io/gpu-model"] = formula
+        pods.append(pod)
+    usage_ingest(cluster_name="gpu-east", now=utc(2026, 11, 20), pods=pods)
+
+    response = api(finance_user).get(URL, {**PERIOD, "group_by": "gpu_model", "format": "csv"})
+
+    assert response.status_code == 200
+    _, table = _notes_and_table(b"".join(response.streaming_content).decode())
+    rows = list(csv.DictReader(io.StringIO(table)))
+    shown = sorted(row["gpu_model"] for row in rows)
+    assert shown == sorted(["H100-80GB", *("'" + formula for formula in formulas)]), shown
+    assert not [cell for row in rows for cell in row.values() if cell and cell[0] in "=+-@\t\r＝"]
+    h100 = next(row for row in rows if row["gpu_model"] == "H100-80GB")
+    assert Decimal(h100["cost"]) == 2 * Decimal(h100["gpu_equivalent_hours"]) > 0
+    # Numbers, negative ones included, are never quoted; a number written as text is left a number too.
+    from portal.spreadsheet import csv_cell
+
+    assert [csv_cell(v) for v in (Decimal("-12.50"), -3, 1.5, "-12.50", "+7", None)] == [
+        "-12.50", "-3", "1.5", "-12.50", "+7", ""]

@@ -24,6 +24,7 @@ from chargeback.periods import month_start
 from chargeback.services import usage_ingest
 from chargeback.tasks import budget_thresholds_notify
 from intake.decisions import Decision
+from intake.models import GpuRequest, RequestEvent
 from portal.models import Notice
 from provisioning.inventory import team_quota_set
 from tests.chargeback.conftest import make_request, pod_for
@@ -154,6 +155,47 @@ def test_a_request_that_would_overrun_goes_to_review_with_the_forecast_shown(
     assert re.search(rf"Approving this takes team-a to \d+% of its {month} budget, forecast EUR [\d,]+ of 1\.", page)
 
 
+def test_declaring_a_tiny_expected_hours_does_not_keep_requests_under_the_budget(
+    api, engineer, platform_user, team_a, priced
+):
+    """`expected_hours` is the requester's word: the forecast holds each grant for what its lease (or, without one,
+    its class's runs or the month) allows, so a budget is only kept by using less, not by saying so."""
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=100)  # the rule would approve them all
+    budget = create_budget(api, platform_user, mode="require_review", amount=None, gpu_hours="100")
+    short = {**NOTEBOOK, "expected_hours": 0.01}
+
+    statuses = [api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": f"nb-{i}", "answers": short},
+                                   format="json").json()["status"] for i in range(8)]
+
+    assert "pending_approval" in statuses, statuses
+    forecast = api(platform_user).get(f"/api/v1/chargeback/budgets/{budget['id']}/").json()["forecast"]
+    assert Decimal(forecast["committed_gpu_hours"]) <= 100 < Decimal(forecast["forecast_gpu_hours"])
+    assert {row["basis"] for row in forecast["running"] + forecast["pending"]} <= {"lease", "month_end"}
+
+
+def test_a_run_past_its_expected_hours_is_counted_as_it_goes(api, engineer, platform_user, team_a, priced):
+    now = timezone.now()
+    finished = make_request(team_a, engineer, name="done")  # inference runs take an hour
+    GpuRequest.objects.filter(pk=finished.pk).update(status="completed")
+    month_begins = datetime.combine(month_start(now.date()), datetime.min.time(), tzinfo=tz.utc)
+    then = max(month_begins, now - timedelta(hours=6))
+    usage_ingest(cluster_name="gpu-east", now=now, pods=[
+        pod_for(finished, started_at=then, finished_at=then + timedelta(hours=1))])
+    running = make_request(team_a, engineer, name="overrun", gpus=1)
+    running.answers = {"workload_class": "inference", "expected_hours": 0.5}
+    running.decision = replace(running.decision, gpu_equivalents=1.0)
+    running.save()
+    approved = RequestEvent.objects.create(request=running, from_status="pending_approval", to_status="approved")
+    RequestEvent.objects.filter(pk=approved.pk).update(at=now - timedelta(hours=3))  # it has run for 3 hours
+    budget = create_budget(api, platform_user, amount=None, gpu_hours="100000")
+
+    [row] = api(platform_user).get(f"/api/v1/chargeback/budgets/{budget['id']}/").json()["forecast"]["running"]
+
+    month_end = (month_begins.replace(day=28) + timedelta(days=4)).replace(day=1)
+    assert row["basis"] == "overrun"
+    assert Decimal(row["hours"]) == pytest.approx(Decimal((month_end - now).total_seconds() / 3600), abs=Decimal("0.05"))
+
+
 def test_the_same_request_under_a_notify_budget_is_approved_by_its_rule_and_still_shows_the_forecast(
     api, engineer, platform_user, team_a, priced
 ):
@@ -211,10 +253,10 @@ def test_the_forecast_adds_spent_running_and_pending_work(api, engineer, platfor
     month_end = (month_begins.replace(day=28) + timedelta(days=4)).replace(day=1)
     left = Decimal((month_end - now).total_seconds() / 3600)
     [row] = forecast["running"]
-    assert row["basis"] == "month_end" or row["basis"] == "expected_hours"
+    assert row["basis"] == "month_end"  # no lease, no past run of its class: its 1000 expected hours or the month
     assert Decimal(row["gpu_equivalent_hours"]) == pytest.approx(2 * min(left, Decimal(1000)), abs=Decimal("0.05"))
     [pending] = forecast["pending"]
-    assert pending["name"] == "notebook" and pending["basis"] in ("expected_hours", "lease", "month_end")
+    assert pending["name"] == "notebook" and pending["basis"] in ("lease", "month_end")
     total = spent_hours + Decimal(row["gpu_equivalent_hours"]) + Decimal(pending["gpu_equivalent_hours"])
     assert Decimal(forecast["forecast_gpu_hours"]) == pytest.approx(total, abs=Decimal("0.02"))
 

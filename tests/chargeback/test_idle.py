@@ -23,6 +23,7 @@ from chargeback.models import IdleAllocation, IdlePolicy, IdleScan, RateCard, Us
 from chargeback.tasks import idle_scan_all, usage_collect
 from intake.models import RequestEvent
 from portal.models import Notice
+from portal.tasks import outbox_sweep
 from portal.webhooks import secret_generate, signature
 from tests.chargeback.conftest import make_request, pod_for
 from intake.services import request_evaluate
@@ -206,8 +207,8 @@ def idle_episode(team_a, engineer, webhook, idle_settings):
 
 def test_idle_notices_are_portal_notices_sent_once_and_swept_when_their_dispatch_was_lost(
         idle_episode, webhook, platform_user, eager_celery, django_capture_on_commit_callbacks):
-    """Given an idle episode whose notices were queued but whose dispatch never reached a worker, when the idle
-    scan's beat task runs, then the notices' redispatch sweep sends both (one e-mail to the owner and the team,
+    """Given an idle episode whose notices were queued but whose dispatch never reached a worker, when beat's sweep
+    of every outbox runs, then it sends both (one e-mail to the owner and the team,
     one signed webhook), each once, and the admin shows them on the episode."""
     rule = IDLE_DEFAULTS["development"]
     with django_capture_on_commit_callbacks(execute=False) as lost:
@@ -222,7 +223,7 @@ def test_idle_notices_are_portal_notices_sent_once_and_swept_when_their_dispatch
     Notice.objects.update(created_at=timezone.now() - timedelta(minutes=10))  # older than the sweep waits
     for _ in range(2):  # the second beat run finds nothing left to send
         with django_capture_on_commit_callbacks(execute=True):
-            idle_scan_all.apply().get()
+            outbox_sweep.apply().get()
 
     assert set(Notice.objects.values_list("status", "attempts")) == {("sent", 1)}
     [message] = mail.outbox

@@ -43,7 +43,8 @@ def test_the_chart_deploys_web_worker_beat_migrations_and_rbac(rendered):
         ("Deployment", "portal-web"), ("Deployment", "portal-worker"), ("Deployment", "portal-beat"),
         ("Service", "portal-web"), ("Job", "portal-migrate"), ("ServiceAccount", "portal-gpu-portal"),
         ("ClusterRole", "portal-gpu-portal"), ("ClusterRoleBinding", "portal-gpu-portal"),
-        ("NetworkPolicy", "portal-deny-ingress"), ("NetworkPolicy", "portal-web"),
+        ("NetworkPolicy", "portal-deny-ingress"), ("NetworkPolicy", "portal-web"), ("NetworkPolicy", "portal-egress"),
+        ("NetworkPolicy", "portal-web-egress"), ("NetworkPolicy", "portal-worker-egress"),
         ("PodDisruptionBudget", "portal-web"), ("PodDisruptionBudget", "portal-worker"),
     }
 
@@ -150,10 +151,13 @@ def test_beat_is_a_single_replica_replaced_not_rolled(rendered):
     assert beat["replicas"] == 1 and beat["strategy"] == {"type": "Recreate"}
 
 
-def test_only_web_and_worker_get_the_service_account_token(rendered):
-    for name in ("portal-web", "portal-worker"):
-        spec = pod(rendered, "Deployment", name)
-        assert spec["serviceAccountName"] == "portal-gpu-portal" and spec["automountServiceAccountToken"] is True
+def test_only_the_worker_gets_the_service_account_token(rendered):
+    """The worker alone calls the Kubernetes API; the web pods (the admin's sync queues a task), beat and the
+    migrations mount no token."""
+    spec = pod(rendered, "Deployment", "portal-worker")
+    assert spec["serviceAccountName"] == "portal-gpu-portal" and spec["automountServiceAccountToken"] is True
+    web = pod(rendered, "Deployment", "portal-web")
+    assert web["automountServiceAccountToken"] is False and "serviceAccountName" not in web
     assert pod(rendered, "Deployment", "portal-beat")["automountServiceAccountToken"] is False
     assert pod(rendered, "Job", "portal-migrate")["automountServiceAccountToken"] is False
     assert rendered[("ServiceAccount", "portal-gpu-portal")]["automountServiceAccountToken"] is False
@@ -231,3 +235,38 @@ def test_renderer_functions_and_pipelines():
 def test_renderer_refuses_what_it_does_not_implement(source, message):
     with pytest.raises(TemplateError, match=message.replace("(", r"\(").replace("{", r"\{")):
         render(source, {"x": 1, "map": {"a": 1}, "empty": "", "list": []})
+
+
+def test_egress_goes_only_to_dns_the_databases_the_identity_provider_and_the_api_servers(rendered):
+    """Every pod: DNS, PostgreSQL, Redis; web adds HTTPS outside the private ranges (the identity provider); the
+    worker adds the API servers (private ranges, 443/6443), Prometheus, and e-mail and webhooks outside the
+    private ranges. Nothing reaches the link-local metadata address."""
+    selects = lambda policy, name: policy["spec"]["podSelector"]["matchLabels"].items() <= (  # noqa: E731
+        rendered[("Deployment", name)]["spec"]["template"]["metadata"]["labels"].items())
+    every = rendered[("NetworkPolicy", "portal-egress")]
+    web = rendered[("NetworkPolicy", "portal-web-egress")]
+    worker = rendered[("NetworkPolicy", "portal-worker-egress")]
+    for policy in (every, web, worker):
+        assert policy["spec"]["policyTypes"] == ["Egress"]
+    assert all(selects(every, name) for name in ("portal-web", "portal-worker", "portal-beat"))
+    assert selects(web, "portal-web") and not selects(web, "portal-worker")
+    assert selects(worker, "portal-worker") and not selects(worker, "portal-web") and not selects(worker, "portal-beat")
+    ports = lambda policy: sorted(p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"])  # noqa: E731
+    assert ports(every) == [53, 53, 5432, 6379] and ports(web) == [443]
+    assert ports(worker) == [80, 443, 443, 587, 6443, 9090]
+    blocks = [peer["ipBlock"] for policy in (web, worker) for rule in policy["spec"]["egress"] for peer in rule["to"]
+              if "ipBlock" in peer]
+    assert all("169.254.0.0/16" in block.get("except", []) or block["cidr"] != "0.0.0.0/0" for block in blocks)
+    assert not any(block["cidr"].startswith("169.254.") for block in blocks)
+
+
+def test_the_web_pods_believe_forwarded_addresses_from_the_ingress_only(rendered):
+    """The sign-in lockout counts per account and client address: behind the ingress, the client address comes
+    from X-Forwarded-For, believed only on connections from the proxies, which the web policy limits to the
+    ingress controller (and Prometheus) in the cluster's private ranges."""
+    env = {e["name"]: e.get("value") for e in pod(rendered, "Deployment", "portal-web")["containers"][0]["env"]}
+    proxies = env["PORTAL_TRUSTED_PROXIES"].split(",")
+    assert "10.0.0.0/8" in proxies and "0.0.0.0/0" not in proxies
+    assert "PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS" not in env and "PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT" not in env
+    peers = rendered[("NetworkPolicy", "portal-web")]["spec"]["ingress"][0]["from"]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/name"] for p in peers] == ["ingress-nginx", "prometheus"]

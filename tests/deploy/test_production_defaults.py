@@ -45,3 +45,16 @@ def test_the_image_the_chart_and_compose_say_debug_false():
 def test_only_the_quickstart_scripts_turn_development_mode_on():
     assert re.search(r"^export DEBUG=true$", (ROOT / "scripts" / "demo").read_text(), re.M)
     assert 'export DEBUG="${DEBUG:-true}"' in (ROOT / "scripts" / "test").read_text()
+
+
+def test_a_published_example_key_is_refused():
+    """`docker-compose up` without a .env reads .env.example (docker-compose.yml's default env_file), whose
+    SECRET_KEY everyone can read: every container refuses to start with it."""
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert "env_file: ${PORTAL_ENV_FILE:-.env.example}" in compose
+    example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
+                   if "=" in line and not line.startswith("#"))
+    refused = settings_without_debug(SECRET_KEY=example["SECRET_KEY"])
+    assert refused.returncode != 0 and "published example key" in refused.stderr
+    for key in ("insecure-local-development-key", "django-insecure-" + "x" * 50, "change-me"):
+        assert settings_without_debug(SECRET_KEY=key).returncode != 0, key

@@ -161,3 +161,45 @@ def test_a_malformed_object_id_in_the_admin_is_a_404(client, platform_user, mode
         response = client.get(f"/admin/intake/{model}/{object_id}/change/")
         assert response.status_code in (302, 404), (model, object_id, response.status_code)
     assert client.get("/admin/intake/gpurequest/abc/change/").status_code == 404
+
+
+def test_path_ids_are_ascii_digits_only(api, engineer, platform_user, team_a, inventory):
+    """`٣` is ARABIC-INDIC DIGIT THREE: int() reads it as 3, so it once approved request 3."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    gpu_request = request_submit(user=engineer, team=team_a, name="digits", raw_answers=VALID_ANSWERS)
+    lookalike = "".join(chr(0x0660 + int(d)) for d in str(gpu_request.pk))
+    client = api(platform_user)
+    for path in (f"/api/v1/requests/{lookalike}/approve/", f"/api/v1/requests/{lookalike}/"):
+        response = client.post(path, {}, format="json") if path.endswith("approve/") else client.get(path)
+        assert response.status_code == 404, (path, response.status_code)
+    assert client.get(f"/api/v1/requests/{gpu_request.pk}/").json()["status"] == "pending_approval"
+    token = api(engineer).get("/api/v1/tokens/").json()["results"][0]["id"]
+    assert api(engineer).delete(f"/api/v1/tokens/{''.join(chr(0x0660 + int(d)) for d in str(token))}/").status_code == 404
+    assert api(engineer).get("/api/v1/me/").status_code == 200
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern)
+
+    # No API route takes a non-ASCII digit where an ASCII one would do.
+    api_routes = [route for route in walk(get_resolver().url_patterns) if route.startswith("^api/")]
+    assert api_routes and not [route for route in api_routes if "\\d" in route or "[^/.]" in route]
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/requests/{pk}/extend-lease/", {"hours": True}),
+    ("/api/v1/intake/preview/", {"team": "team-a", "answers": {**VALID_ANSWERS, "gpu_memory_gb": True}}),
+])
+def test_a_boolean_is_not_a_number(api, engineer, team_a, inventory, path, body):
+    gpu_request = request_submit(user=engineer, team=team_a, name="bools", raw_answers=VALID_ANSWERS)
+    response = api(engineer).post(path.format(pk=gpu_request.pk), body, format="json")
+    assert response.status_code == 400, response.json()
+
+
+def test_an_empty_integer_in_a_query_is_a_400_not_the_default(api, platform_user):
+    response = api(platform_user).get("/api/v1/register/?days=&format=md")
+    assert response.status_code == 400 and "days" in response.json()

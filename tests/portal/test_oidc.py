@@ -7,7 +7,7 @@ import requests
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
-from portal.models import Membership
+from portal.models import Membership, SignOnIdentity
 from portal.oidc import IdentityRejected, identity_from_claims, parse_role_groups
 from portal.roles import primary_role
 from tests.factories import TeamFactory, make_user
@@ -78,29 +78,97 @@ def test_sso_creates_the_user_maps_role_and_teams_and_logs_in(live_server, provi
     assert browser.get(f"{live_server.url}/api/v1/requests/", timeout=10).status_code == 200
 
 
-@live
-def test_sso_updates_a_bootstrap_account_and_its_local_password_keeps_working(live_server, provider, sso_login,
-                                                                           browsers):
-    vision, nlp = TeamFactory(slug="vision"), TeamFactory(slug="nlp")
-    make_user("pat", "engineer", vision, nlp, password="local-bootstrap-pw")
-    provider.sign_in_as(sub="u-9", preferred_username="pat", groups=["gpu-users", "gpu-platform", "gpu-team-nlp"])
-
-    _, page = sso_login(next_path="/")
-    assert page.status_code == 200
-
-    pat = get_user_model().objects.get(username="pat")
-    assert primary_role(pat) == "platform" and pat.is_staff
-    # The provider owns SSO users' memberships: vision is gone, nlp stays.
-    assert list(Membership.objects.filter(user=pat).values_list("team__slug", flat=True)) == ["nlp"]
-    assert pat.check_password("local-bootstrap-pw")
-
-    local = browsers()
-    login_page = local.get(f"{live_server.url}/accounts/login/", timeout=10)
-    assert "Sign in with SSO" in login_page.text
-    response = local.post(f"{live_server.url}/accounts/login/", timeout=10, data={
-        "username": "pat", "password": "local-bootstrap-pw", "csrfmiddlewaretoken": local.cookies["csrftoken"]},
+def password_login(live_server, browser, username, password) -> requests.Response:
+    browser.get(f"{live_server.url}/accounts/login/", timeout=10)
+    return browser.post(f"{live_server.url}/accounts/login/", timeout=10, data={
+        "username": username, "password": password, "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
         headers={"Referer": f"{live_server.url}/accounts/login/"})
-    assert not response.url.startswith(f"{live_server.url}/accounts/login/") and "pat" in response.text
+
+
+@live
+def test_a_provider_user_name_never_adopts_a_local_account(live_server, provider, sso_login, browsers):
+    """The provider lets people choose `preferred_username`: an identity calling itself "pat" gets an account of
+    its own with the role its groups give, and the local platform user pat is neither entered nor demoted."""
+    vision, nlp = TeamFactory(slug="vision"), TeamFactory(slug="nlp")
+    make_user("pat", "platform", vision, password="local-bootstrap-pw")
+    make_user("breakglass", "engineer", password="break-glass-pw")
+    provider.sign_in_as(sub="u-9", preferred_username="pat", email="pat@evil.example",
+                        groups=["gpu-users", "gpu-team-nlp"])
+
+    browser, page = sso_login(next_path="/")
+    assert page.status_code == 200
+    me = browser.get(f"{live_server.url}/api/v1/me/", timeout=10).json()
+    host = "127.0.0.1"  # the provider's issuer host names the second "pat"
+    assert me == {"username": f"pat@{host}", "role": "engineer", "teams": ["nlp"]}
+    pat = get_user_model().objects.get(username="pat")
+    assert primary_role(pat) == "platform" and pat.is_staff and pat.email == ""
+    assert list(Membership.objects.filter(user=pat).values_list("team__slug", flat=True)) == ["vision"]
+    assert "pat" in password_login(live_server, browsers(), "pat", "local-bootstrap-pw").text
+
+    # The same identity again: the same account, found by issuer and subject, whatever name it now gives.
+    provider.sign_in_as(sub="u-9", preferred_username="patricia", groups=["gpu-users"])
+    again, _ = sso_login(next_path="/")
+    assert again.get(f"{live_server.url}/api/v1/me/", timeout=10).json()["username"] == f"pat@{host}"
+
+    # A platform group does not make a local engineer account a platform one either.
+    provider.sign_in_as(sub="u-10", preferred_username="breakglass", groups=["gpu-platform"])
+    sso_login(next_path="/")
+    assert primary_role(get_user_model().objects.get(username="breakglass")) == "engineer"
+    assert primary_role(get_user_model().objects.get(username=f"breakglass@{host}")) == "platform"
+    assert SignOnIdentity.objects.filter(user__username__in=["pat", "breakglass"]).count() == 0
+
+
+@live
+def test_a_verified_email_links_an_existing_account_only_when_the_operator_turns_it_on(
+    live_server, provider, sso_login, settings
+):
+    vision = TeamFactory(slug="vision")
+    alex = make_user("alex", "engineer", vision)
+    get_user_model().objects.filter(pk=alex.pk).update(email="alex@example.com")
+    provider.sign_in_as(sub="u-20", preferred_username="alexander", email="Alex@example.com", email_verified=True,
+                        groups=["gpu-finance"])
+    settings.OIDC_LINK_VERIFIED_EMAIL = True
+
+    browser, _ = sso_login(next_path="/")
+    # Linked by the verified address; the role and teams are the identity's groups' alone.
+    assert browser.get(f"{live_server.url}/api/v1/me/", timeout=10).json() == {
+        "username": "alex", "role": "finance", "teams": []}
+    assert SignOnIdentity.objects.get(subject="u-20").linked_by == "verified_email"
+
+    # An address the provider does not say it verified links nothing.
+    casey = make_user("casey", "engineer")
+    get_user_model().objects.filter(pk=casey.pk).update(email="casey@example.com")
+    provider.sign_in_as(sub="u-21", preferred_username="casey2", email="casey@example.com", groups=["gpu-users"])
+    browser, _ = sso_login(next_path="/")
+    assert browser.get(f"{live_server.url}/api/v1/me/", timeout=10).json()["username"] == "casey2"
+
+
+@live
+def test_password_sign_in_works_while_the_identity_provider_is_down(live_server, provider, browsers, settings):
+    make_user("lee", "engineer", password="lee-local-pw")
+    provider.__exit__(None, None, None)  # the provider stops answering; nothing was cached from it
+    cache.clear()
+
+    browser = browsers()
+    response = password_login(live_server, browser, "lee", "lee-local-pw")
+    assert response.status_code == 200 and not response.url.startswith(f"{live_server.url}/accounts/login/")
+    assert browser.get(f"{live_server.url}/api/v1/me/", timeout=10).json()["username"] == "lee"
+    # Starting single sign-on says the provider is down, on the login page, instead of a 500.
+    sso = browsers().get(f"{live_server.url}/oidc/authenticate/", timeout=30)
+    assert sso.status_code == 200 and sso.url.startswith(f"{live_server.url}/accounts/login/")
+    assert "did not answer" in sso.text
+
+
+@live
+def test_the_provider_error_code_picks_a_fixed_message_and_nothing_of_the_query_is_shown(live_server, provider,
+                                                                                    browsers):
+    evil = "Your account is suspended: call +1 555 0100 or visit evil.example"
+    page = browsers().get(f"{live_server.url}/oidc/callback/", params={"error": evil, "error_description": evil},
+                          timeout=30)
+    assert page.url.startswith(f"{live_server.url}/accounts/login/")
+    assert "evil.example" not in page.text and "refused the sign-in request" in page.text
+    denied = browsers().get(f"{live_server.url}/oidc/callback/", params={"error": "access_denied"}, timeout=30)
+    assert "refused the sign-in, or it was cancelled" in denied.text
 
 
 @live
@@ -168,10 +236,15 @@ def test_groups_may_be_a_single_string_and_the_username_may_come_from_sub():
     assert (found.username, found.role, found.team_slugs) == ("kim@example.com", "engineer", ())
 
 
-def test_an_unverified_email_is_not_taken():
+def test_an_unverified_email_is_not_taken_and_only_an_explicit_yes_is_verified():
     found = identity({"sub": "1", "preferred_username": "kim", "groups": ["ml"], "email": "k@x.io",
                       "email_verified": False})
-    assert found.email == ""
+    assert found.email == "" and not found.email_verified
+    unsaid = identity({"sub": "1", "preferred_username": "kim", "groups": ["ml"], "email": "k@x.io"})
+    assert unsaid.email == "k@x.io" and not unsaid.email_verified
+    said = identity({"sub": "1", "preferred_username": "kim", "groups": ["ml"], "email": "k@x.io",
+                     "email_verified": "true"})
+    assert said.email_verified
 
 
 @pytest.mark.parametrize("claims", [

@@ -1,4 +1,4 @@
-"""The per-token API rate limit holds under concurrency: many simultaneous requests on one token against a live
+"""The per-user API rate limit holds under concurrency: many simultaneous requests on one token against a live
 server and the real Redis get exactly `limit` answers 200, the rest 429 with Retry-After."""
 from concurrent.futures import ThreadPoolExecutor
 from threading import Barrier
@@ -45,7 +45,7 @@ def test_concurrent_requests_on_one_token_get_exactly_the_limit(live_server, set
     assert limited.json()["code"] == "throttled"
 
 
-def test_the_window_is_per_token(live_server, settings):
+def test_the_window_is_per_user(live_server, settings):
     settings.PORTAL_API_RATE = "2/hour"
     eve, oscar = make_user("eve", "engineer"), make_user("oscar", "engineer")
     url = live_server.url + "/api/v1/me/"

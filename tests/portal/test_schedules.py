@@ -56,7 +56,7 @@ def test_beat_never_sends_two_periodic_tasks_in_the_same_second():
     crowded = {second: n for second, n in Counter(second for second, _ in sent).items() if n > 1}
     assert crowded == {}
     per_entry = Counter(name for _, name in sent)
-    assert per_entry == {"provisioning-sweep": 60, "provisioning-notification-sweep": 60, "portal.ping": 60,
+    assert per_entry == {"outbox-sweep": 60, "portal.ping": 60,
                          "provisioning-status-reconcile": 60, "mig-plans-advance": 240, "inventory-sync": 12,
                          "chargeback-usage-collect": 12, "request-wait-refresh": 60, "intake-lease-sweep": 12,
                          "chargeback-budget-thresholds": 4, "admission-checks-sync": 240, "chargeback-idle-scan": 12}
@@ -64,7 +64,7 @@ def test_beat_never_sends_two_periodic_tasks_in_the_same_second():
 
 def test_the_sweep_runs_at_its_second_of_every_minute_whenever_beat_started():
     for started in (MIDNIGHT + timedelta(seconds=4.9), MIDNIGHT + timedelta(minutes=7, seconds=33)):
-        sweeps = [second for second, name in beat_sends(hours=0.1, start=started) if name == "provisioning-sweep"]
+        sweeps = [second for second, name in beat_sends(hours=0.1, start=started) if name == "outbox-sweep"]
         assert sweeps and {second % 60 for second in sweeps} == {5}
         assert all(b - a == 60 for a, b in zip(sweeps, sweeps[1:]))
 
@@ -92,4 +92,4 @@ def test_a_period_of_zero_turns_an_entry_off():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[2], check=True).stdout
     names = ast.literal_eval(out.strip().splitlines()[-1])
-    assert "inventory-sync" not in names and "provisioning-sweep" in names and len(names) == 11
+    assert "inventory-sync" not in names and "outbox-sweep" in names and len(names) == 10

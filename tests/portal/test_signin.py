@@ -52,7 +52,7 @@ def test_the_lockout_holds_for_one_username_from_one_address(platform_user, sett
 
 def test_a_forged_forwarded_for_header_does_not_reset_the_count(platform_user, settings):
     settings.PORTAL_LOGIN_MAX_FAILURES = 3
-    settings.PORTAL_TRUSTED_PROXY_COUNT = 1  # one ingress, which appends the address it saw
+    settings.PORTAL_TRUSTED_PROXIES = ["10.0.0.0/8"]  # the ingress controller's pods, which append what they saw
     client = Client(REMOTE_ADDR="10.0.0.5")  # the ingress pod
     for n in range(3):
         admin_sign_in(client, "pat", "wrong", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}, 198.51.100.7")
@@ -127,3 +127,41 @@ def test_zero_turns_the_wider_counts_off(platform_user, settings):
     for n in range(10):
         admin_sign_in(Client(REMOTE_ADDR=f"198.51.100.{n}"), "pat", "wrong")
     assert admin_sign_in(Client(REMOTE_ADDR="192.0.2.10"), "pat", RIGHT).status_code == 302
+
+
+def chart_web_env() -> dict[str, str]:
+    from deploy.helmlite import render_objects
+    from tests.deploy.test_chart import CHART
+
+    web = next(o for o in render_objects(CHART, release_name="portal") if o["metadata"]["name"] == "portal-web"
+               and o["kind"] == "Deployment")
+    return {e["name"]: e["value"] for e in web["spec"]["template"]["spec"]["containers"][0]["env"] if "value" in e}
+
+
+def test_behind_the_ingress_one_address_cannot_lock_everyone_out(platform_user, finance_user, settings):
+    """The chart's defaults, as the web pods get them: 50 failures for many accounts from one address behind the
+    ingress lock nobody else out, and that address out of those accounts only."""
+    settings.PORTAL_TRUSTED_PROXIES = chart_web_env()["PORTAL_TRUSTED_PROXIES"].split(",")
+    ingress = Client(REMOTE_ADDR="10.42.0.17")  # every connection comes from the ingress controller's pod
+    attacker = {"HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+    for n in range(50):
+        admin_sign_in(ingress, ["pat", "fiona", f"user{n}"][n % 3], "wrong", **attacker)
+    assert admin_sign_in(ingress, "pat", RIGHT, **attacker).status_code == 429
+    for user in ("pat", "fiona"):  # their owners, from their own addresses, through the same ingress
+        own = Client(REMOTE_ADDR="10.42.0.17")
+        assert admin_sign_in(own, user, RIGHT, HTTP_X_FORWARDED_FOR="192.0.2.10").status_code == 302, user
+
+
+def test_a_forwarded_address_is_believed_only_from_a_trusted_proxy(platform_user, settings):
+    from django.test import RequestFactory
+
+    from portal.signin import client_address
+
+    settings.PORTAL_TRUSTED_PROXIES = ["10.0.0.0/8"]
+    seen = lambda remote, forwarded: client_address(RequestFactory().get(  # noqa: E731
+        "/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded))
+    assert seen("198.51.100.9", "192.0.2.10") == "198.51.100.9"  # straight from a client: the header is its own
+    assert seen("10.0.0.5", "203.0.113.1, 192.0.2.10") == "192.0.2.10"  # the rightmost address no proxy wrote
+    assert seen("10.0.0.5", "192.0.2.10, 10.0.0.7") == "192.0.2.10"  # two proxies in a row
+    assert seen("10.0.0.5", "not-an-address") == "10.0.0.5"
+    assert seen("10.0.0.5", "") == "10.0.0.5"

@@ -183,3 +183,47 @@ def test_clear_tokens_of_the_old_table_keep_working_after_the_migration(engineer
     migrated = ApiToken.objects.get(user=engineer, name="migrated")
     assert migrated.prefix == old_key[:8] and timezone.now() - migrated.created_at > timedelta(days=29)
     assert as_token(old_key).get(ME).json()["username"] == "eve"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_owner_revokes_a_token_outside_any_test_transaction(api, engineer):
+    """As in production, every request in autocommit mode (no test transaction around it): the owner's DELETE and
+    the page's revoke each end the token at once."""
+    issued = api(engineer).post(TOKENS, {"name": "leaked"}).json()
+    assert as_token(issued["token"]).get(ME).status_code == 200
+    assert api(engineer).delete(f"{TOKENS}{issued['id']}/").status_code == 204
+    assert as_token(issued["token"]).get(ME).status_code == 401
+
+    page_issued = api(engineer).post(TOKENS, {"name": "leaked-too"}).json()
+    browser = Client()
+    browser.force_login(engineer)
+    assert browser.post(f"/accounts/tokens/{page_issued['id']}/revoke/").status_code == 302
+    assert as_token(page_issued["token"]).get(ME).status_code == 401
+
+
+def test_a_user_has_one_rate_limit_whatever_token_they_use(api, engineer, settings):
+    """Tokens are free to make: each one must not bring a fresh allowance."""
+    cache.clear()
+    settings.PORTAL_API_RATE = "4/hour"
+    second = api(engineer).post(TOKENS, {"name": "second"}).json()["token"]  # the first call of the window
+    answers = [as_token(token).get(ME).status_code for token in (engineer.api_token, second) * 3]
+    assert answers == [200, 200, 200, 429, 429, 429]
+    cache.clear()
+
+
+def test_a_user_holds_a_bounded_number_of_working_tokens(api, engineer, platform_user, settings):
+    settings.PORTAL_MAX_TOKENS_PER_USER = 3  # the fixture's token is one
+    client = api(engineer)
+    issued = [client.post(TOKENS, {"name": f"t{n}"}) for n in range(3)]
+    assert [r.status_code for r in issued] == [201, 201, 400]
+    assert "the most one person may" in issued[2].json()["name"][0]
+    assert client.delete(f"{TOKENS}{issued[0].json()['id']}/").status_code == 204
+    assert client.post(TOKENS, {"name": "t3"}).status_code == 201  # revoked ones do not count
+    ApiToken.objects.filter(name="t3").update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.post(TOKENS, {"name": "t4"}).status_code == 201  # nor expired ones
+    # The admin says so on its form instead of failing.
+    admin = Client()
+    admin.force_login(platform_user)
+    page = admin.post("/admin/portal/apitoken/add/", {"user": engineer.pk, "name": "one-more"})
+    assert page.status_code == 200 and "the most one person may" in page.content.decode()
+    assert ApiToken.objects.filter(user=engineer, revoked_at__isnull=True, expires_at__isnull=True).count() == 3

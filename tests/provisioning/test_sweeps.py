@@ -1,5 +1,5 @@
-"""The beat sweep of provisioning jobs (provisioning.sweeps), run as beat runs it: the `provisioning.allocation_sweep`
-task, against the test run's real Redis broker. Given a job whose message was lost (a Redis restart) or whose worker
+"""The sweep of provisioning jobs (provisioning.sweeps), run as beat runs it (within the `portal.outbox_sweep`
+task), against the test run's real Redis broker. Given a job whose message was lost (a Redis restart) or whose worker
 died with its message, when the sweep runs, then the job is sent again and applied once, however many messages
 wait in the broker; a job a live worker holds is left alone; a job lost on its last attempt fails for good."""
 from __future__ import annotations
@@ -18,9 +18,16 @@ from intake.services import request_approve, request_submit
 from portal import celery_app
 from provisioning.models import AppliedObject, ProvisioningJob
 from provisioning.services import JOB_LOCK_NAMESPACE
-from provisioning.tasks import MAX_ATTEMPTS, allocation_sweep
+from portal.tasks import outbox_sweep
+from provisioning.tasks import MAX_ATTEMPTS
 from tests.conftest import VALID_ANSWERS
 from tests.support.celery_worker import purge_broker
+
+
+def sweep() -> int:
+    """What beat's one sweep of every outbox sent again of the provisioning jobs."""
+    return outbox_sweep.apply().get()["provisioning_jobs"]
+
 
 pytestmark = pytest.mark.django_db
 
@@ -77,14 +84,14 @@ def test_a_lost_message_is_sent_again_while_other_messages_wait_in_the_broker(
         celery_app.send_task("portal.ping")  # other work waiting for the (busy) worker
     assert messages_waiting() == 3
 
-    assert allocation_sweep.apply().get() == 1
+    assert sweep() == 1
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("succeeded", 1)
     assert AppliedObject.objects.filter(request=approved).count() == 3
     assert provisioning_of(api, engineer, approved)["status"] == "succeeded"
     assert messages_waiting() == 3  # nothing of ours went through the broker (eager), nothing was taken from it
-    assert allocation_sweep.apply().get() == 0  # done: nothing more to send
+    assert sweep() == 0  # done: nothing more to send
 
 
 def test_a_job_sent_recently_is_left_to_its_own_message(approved, broker, eager_celery):
@@ -92,7 +99,7 @@ def test_a_job_sent_recently_is_left_to_its_own_message(approved, broker, eager_
     ProvisioningJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - LONG_AGO,
                                                      dispatched_at=timezone.now())
 
-    assert allocation_sweep.apply().get() == 0
+    assert sweep() == 0
     assert job_of(approved).status == "queued"
 
 
@@ -104,7 +111,7 @@ def test_a_job_whose_worker_died_is_sent_again_with_the_attempt_counted(
     GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
     age(job, status="running", attempts=1, started_at=timezone.now() - LONG_AGO)
 
-    assert allocation_sweep.apply().get() == 1
+    assert sweep() == 1
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("succeeded", 2)
@@ -119,14 +126,14 @@ def test_a_stuck_job_goes_back_to_queued_and_its_new_message_waits_in_the_broker
     GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
     age(job, status="running", attempts=1)
 
-    assert allocation_sweep.apply().get() == 1
+    assert sweep() == 1
 
     job.refresh_from_db()
     assert (job.status, job.attempts, job.message) == (
         "queued", 1, "Attempt 1 did not finish: its worker was lost. Sent again.")
     assert job.dispatched_at > timezone.now() - timedelta(minutes=1)
     assert messages_waiting() == 1
-    assert allocation_sweep.apply().get() == 0  # just sent: left to that message
+    assert sweep() == 0  # just sent: left to that message
 
 
 def test_a_job_whose_retry_message_was_lost_is_sent_again(approved, broker, eager_celery):
@@ -134,7 +141,7 @@ def test_a_job_whose_retry_message_was_lost_is_sent_again(approved, broker, eage
     GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
     age(job, status="retrying", attempts=2, message="Attempt 2 failed, retrying: HTTP 503")
 
-    assert allocation_sweep.apply().get() == 1
+    assert sweep() == 1
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("succeeded", 3)
@@ -155,14 +162,14 @@ def test_a_long_running_job_that_a_live_worker_holds_is_left_alone(approved, bro
     age(job, status="running", attempts=1)
     another_worker.execute("SELECT pg_advisory_lock(%s, %s)", [JOB_LOCK_NAMESPACE, job.pk])
 
-    assert allocation_sweep.apply().get() == 0
+    assert sweep() == 0
 
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("running", 1)
     assert not [r for r in fake_kube.requests if r.method == "PATCH"]
 
     another_worker.execute("SELECT pg_advisory_unlock(%s, %s)", [JOB_LOCK_NAMESPACE, job.pk])  # that worker died
-    assert allocation_sweep.apply().get() == 1
+    assert sweep() == 1
     assert job_of(approved).status == "succeeded"
 
 
@@ -173,7 +180,7 @@ def test_a_job_lost_on_its_last_attempt_fails_and_what_it_applied_is_taken_down(
     GpuRequest.objects.filter(pk=approved.pk).update(status="provisioning")
     age(job, status="running", attempts=MAX_ATTEMPTS)
 
-    assert allocation_sweep.apply().get() == 0  # nothing sent again: the teardown went on its own dispatch
+    assert sweep() == 0  # nothing sent again: the teardown went on its own dispatch
 
     job.refresh_from_db()
     assert job.status == "failed"
@@ -182,4 +189,4 @@ def test_a_job_lost_on_its_last_attempt_fails_and_what_it_applied_is_taken_down(
     shown = provisioning_of(api, engineer, approved)
     assert (shown["status"], shown["attempts"]) == ("failed", MAX_ATTEMPTS)
     assert job_of(approved, "teardown").status == "queued"  # its own after-commit dispatch sends it
-    assert allocation_sweep.apply().get() == 0
+    assert sweep() == 0

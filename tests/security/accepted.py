@@ -47,9 +47,10 @@ ACCEPTED_CHART: dict[tuple[str, str], str] = {
             "Secrets reach the portal as environment variables (envFrom the existingSecret): settings are read "
             "from the environment (DATABASE_URL, SECRET_KEY, ...) and are never logged; files would need a "
             "second way of configuring every setting."),
-    **_each("CKV_K8S_38", ("web", "worker"),
-            "web and worker talk to the Kubernetes API (inventory, apply, reconcile) with the ServiceAccount's "
-            "token, bound to the least-privilege ClusterRole of deploy/rbac.py; beat and migrate run without one."),
+    **_each("CKV_K8S_38", ("worker",),
+            "the workers talk to the Kubernetes API (inventory, apply, reconcile) with the ServiceAccount's "
+            "token, bound to the least-privilege ClusterRole of deploy/rbac.py; web, beat and migrate run without "
+            "one."),
     **_each("CKV_K8S_43", CHART_PODS,
             "The chart names its image by repository and tag (image.tag, by default the chart's appVersion, a "
             "release tag that is never moved); imagePullPolicy Always checks the tag with the registry on each "

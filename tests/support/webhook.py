@@ -1,11 +1,49 @@
-"""A tiny real HTTP server on 127.0.0.1 that receives webhook POSTs, for tests of notifications (the portal's
-own code is not mocked: it really connects, sends and reads the answer)."""
+"""A tiny real HTTP server that receives webhook POSTs, for tests of notifications (the portal's own code is not
+mocked: it really connects, sends and reads the answer).
+
+It listens on this machine's own network address, not on 127.0.0.1: a webhook never calls a loopback address,
+whatever the settings say (portal.outbound.WEBHOOK_NEVER). The autouse fixture allows that one address in
+PORTAL_WEBHOOK_ALLOWED_NETWORKS (it is usually private, which webhooks may reach only when allowed)."""
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+import pytest
+
+
+def _receiver_host() -> str:
+    """The address this machine reaches other hosts from (a UDP socket's "connect" only picks a route; nothing is
+    sent), else what its host name resolves to."""
+    candidates = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+            candidates.append(probe.getsockname()[0])
+        except OSError:
+            pass
+    try:
+        candidates.extend(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET))
+    except OSError:
+        pass
+    for candidate in candidates:
+        address = ipaddress.ip_address(candidate)
+        if not (address.is_loopback or address.is_link_local or address.is_unspecified):
+            return candidate
+    raise RuntimeError("webhook tests need a network address other than loopback on this machine")
+
+
+RECEIVER_HOST = _receiver_host()
+
+
+@pytest.fixture(autouse=True)
+def webhook_receivers_allowed(settings) -> None:
+    settings.PORTAL_WEBHOOK_ALLOWED_NETWORKS = [f"{RECEIVER_HOST}/32"]
 
 
 @dataclass
@@ -29,7 +67,7 @@ class WebhookReceiver:
         return f"http://{host}:{port}/hooks/gpu"
 
 
-def start_receiver() -> WebhookReceiver:
+def start_receiver(host: str = RECEIVER_HOST) -> WebhookReceiver:
     receiver: WebhookReceiver
 
     class Handler(BaseHTTPRequestHandler):
@@ -52,7 +90,7 @@ def start_receiver() -> WebhookReceiver:
         def log_message(self, *args):  # keep test output clean
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((host, 0), Handler)
     receiver = WebhookReceiver(server=server)
     threading.Thread(target=server.serve_forever, name="webhook-receiver", daemon=True).start()
     return receiver

@@ -4,7 +4,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.fields import CharField, IntegerField
+from portal.api.fields import CharField, FloatField, IntegerField
 
 from ...answers import AnswersInvalid, normalise_answers
 from ...questionnaire import QUESTIONS, Question, openapi_schema
@@ -19,7 +19,7 @@ def _field_for(question: Question) -> serializers.Field:
     if question.kind == "integer":
         return IntegerField(min_value=question.minimum, max_value=question.maximum, **common)
     if question.kind == "number":
-        return serializers.FloatField(min_value=question.minimum, max_value=question.maximum, **common)
+        return FloatField(min_value=question.minimum, max_value=question.maximum, **common)
     if question.kind == "image":
         return CharField(max_length=question.max_length, **common)
     return serializers.ListField(

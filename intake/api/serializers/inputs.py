@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.api.fields import CharField
+from portal.api.fields import CharField, FloatField
 from portal.models import Team, slug_validator
 
 from ...choices import RequestStatus
@@ -38,8 +38,8 @@ class PreviewInputSerializer(TeamAnswersInputSerializer):
 
 
 class LeaseExtendInputSerializer(serializers.Serializer):
-    hours = serializers.FloatField(min_value=0.01, max_value=8760,
-                                   help_text="hours added to the lease; the time left may not pass the policy maximum")
+    hours = FloatField(min_value=0.01, max_value=8760,
+                       help_text="hours added to the lease; the time left may not pass the policy maximum")
 
 
 class CommentInputSerializer(serializers.Serializer):

@@ -172,3 +172,22 @@ def test_the_export_streams_in_a_constant_number_of_queries(api, usage, finance_
     usage_ingest(cluster_name="gpu-east", now=utc(2026, 12, 2), pods=[
         pod_for(requests_a["whole"], started_at=utc(2026, 11, d, 1), finished_at=utc(2026, 11, d, 2)) for d in range(6, 16)])
     assert count() == before
+
+
+def test_text_a_spreadsheet_would_run_is_neutralised_in_the_focus_export_too(api, requests_a, finance_user):
+    """FOCUS files are opened in spreadsheets as well: a cost centre (or any text) that starts like a formula is
+    written with a leading quote; the costs stay numbers."""
+    from portal.models import Team
+
+    formula = '=HYPERLINK("https://evil.example","x")'
+    Team.objects.filter(slug="team-a").update(cost_center=formula)
+    RateCard.objects.create(gpu_model="H100-80GB", strategy="whole_gpu", price_per_equivalent_hour=Decimal("2"),
+                            currency="EUR", valid_from=date(2026, 1, 1))
+    usage_ingest(cluster_name="gpu-east", now=utc(2026, 12, 2), pods=[
+        pod_for(requests_a["whole"], started_at=utc(2026, 11, 3, 8), finished_at=utc(2026, 11, 3, 9))])
+
+    _, rows = _rows(api(finance_user).get(URL, MONTH))
+
+    assert rows and all(row["x_CostCenter"] == "'" + formula for row in rows)
+    assert not [cell for row in rows for cell in row.values() if cell and cell[0] in "=+@\t\r"]
+    assert all(Decimal(row["BilledCost"]) > 0 for row in rows)

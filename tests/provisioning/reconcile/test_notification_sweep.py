@@ -1,6 +1,6 @@
-"""The beat sweep of stalled-gang notices (`provisioning.gang_notification_sweep`): a notice whose retry message was
-lost (a Redis restart during its backoff) is sent again once, and fails after its last attempt; one just waiting
-out its backoff is left to its own retry."""
+"""The sweep of stalled-gang notices, within beat's one sweep of every outbox (`portal.outbox_sweep`): a notice
+whose retry message was lost (a Redis restart during its backoff) is sent again once, and fails after its last
+attempt; one just waiting out its backoff is left to its own retry."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -11,9 +11,15 @@ from django.utils import timezone
 
 from provisioning.models import Cluster, GangNotification
 from provisioning.reconcile import status_reconcile
-from provisioning.tasks import NOTIFY_MAX_ATTEMPTS, gang_notification_sweep
+from portal.tasks import outbox_sweep
+from provisioning.tasks import NOTIFY_MAX_ATTEMPTS
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
+
+
+def sweep() -> int:
+    return outbox_sweep.apply().get()["gang_notifications"]
+
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +44,7 @@ def waited(seconds: float) -> None:
 
 def test_a_notice_waiting_out_its_backoff_is_left_to_its_retry(retrying, eager_celery, webhook):
     waited(60)
-    assert gang_notification_sweep.apply().get() == 0
+    assert sweep() == 0
     assert set(GangNotification.objects.values_list("status", flat=True)) == {"retrying"}
     assert (len(mail.outbox), len(webhook.received)) == (0, 0)
 
@@ -46,18 +52,18 @@ def test_a_notice_waiting_out_its_backoff_is_left_to_its_retry(retrying, eager_c
 def test_a_notice_whose_retry_message_was_lost_is_sent_again_once(retrying, eager_celery, webhook):
     waited(3600)
 
-    assert gang_notification_sweep.apply().get() == 2
+    assert sweep() == 2
 
     assert set(GangNotification.objects.values_list("status", "attempts")) == {("sent", 2)}
     assert (len(mail.outbox), len(webhook.received)) == (1, 1)
-    assert gang_notification_sweep.apply().get() == 0
+    assert sweep() == 0
 
 
 def test_a_notice_lost_on_its_last_attempt_fails(retrying, eager_celery, webhook):
     GangNotification.objects.update(attempts=NOTIFY_MAX_ATTEMPTS)
     waited(3600)
 
-    assert gang_notification_sweep.apply().get() == 0
+    assert sweep() == 0
 
     for notice in GangNotification.objects.all():
         assert notice.status == "failed"

@@ -18,7 +18,7 @@ from provisioning.reconcile import status_reconcile
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
 from tests.support.admin import change_form_data
-from tests.support.webhook import start_receiver
+from tests.support.webhook import RECEIVER_HOST, start_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -32,6 +32,7 @@ def east(inventory):
 def deny_by_default(settings):
     """The production default: nothing local or private is called."""
     settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS = []
+    settings.PORTAL_WEBHOOK_ALLOWED_NETWORKS = []
 
 
 def stall(provision, east, django_capture_on_commit_callbacks):
@@ -133,6 +134,13 @@ def test_only_the_team_and_the_platform_team_see_or_change_the_webhook(
     ("file:///etc/passwd", "only http and https"),
     ("https://user:pw@hooks.example/x", "user name or password"),
     ("not a url", "Enter a valid URL"),
+    # IPv6 forms of blocked IPv4 addresses: compatible, mapped (hex), 6to4, NAT64, Teredo (client 169.254.1.1).
+    ("http://[::a9fe:a9fe]/", "::a9fe:a9fe"),
+    ("http://[::ffff:a9fe:a9fe]/", "169.254.169.254"),
+    ("http://[::127.0.0.1]/", "::7f00:1"),
+    ("http://[2002:a9fe:a9fe::1]/", "2002:a9fe:a9fe::1"),
+    ("http://[64:ff9b::a9fe:a9fe]/", "64:ff9b::a9fe:a9fe"),
+    ("http://[2001:0:4136:e378:8000:63bf:5601:fefe]/", "2001:0:4136:e378:8000:63bf:5601:fefe"),
 ])  # fmt: skip
 def test_a_webhook_url_the_portal_would_not_call_is_a_field_error(api, engineer, team_a, deny_by_default, url,
                                                                   reason):
@@ -143,14 +151,30 @@ def test_a_webhook_url_the_portal_would_not_call_is_a_field_error(api, engineer,
     assert Team.objects.get(slug="team-a").webhook_url == ""
 
 
-def test_the_allow_list_admits_an_on_premises_range_and_the_deny_list_wins(api, engineer, team_a, settings):
-    settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS = ["10.20.0.0/16"]
+def test_the_webhook_allow_list_admits_an_on_premises_range_and_the_deny_list_wins(api, engineer, team_a,
+                                                                                   settings):
+    settings.PORTAL_WEBHOOK_ALLOWED_NETWORKS = ["10.20.0.0/16"]
     put = lambda url: api(engineer).put("/api/v1/teams/team-a/webhook/", {"webhook_url": url}, format="json")  # noqa: E731
 
     assert put("https://10.20.1.1/hook").status_code == 200
+    assert put("https://[::ffff:10.20.1.1]/hook").status_code == 200  # the same address, written as IPv6
     assert put("https://10.21.1.1/hook").status_code == 400
     settings.PORTAL_OUTBOUND_DENIED_NETWORKS = ["10.20.1.0/24"]
     assert put("https://10.20.1.1/hook").status_code == 400
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:18712/", "http://[::1]/", "http://169.254.169.254/",
+                                 "http://[::a9fe:a9fe]/", "http://[fd00:ec2::254]/", "http://100.100.100.200/",
+                                 "http://[fe80::1]/", "http://224.0.0.1/"])
+def test_no_setting_lets_a_webhook_reach_loopback_link_local_or_metadata(api, engineer, team_a, settings, url):
+    """The clusters' list allows loopback for an on-premises API server (here: every fake API server of the tests
+    listens on 127.0.0.1); a webhook is refused all the same, even with its own list wide open."""
+    assert "127.0.0.0/8" in settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS
+    settings.PORTAL_WEBHOOK_ALLOWED_NETWORKS = ["0.0.0.0/0", "::/0"]
+
+    response = api(engineer).put("/api/v1/teams/team-a/webhook/", {"webhook_url": url}, format="json")
+
+    assert response.status_code == 400 and "never calls a loopback, link-local" in response.json()["webhook_url"][0]
 
 
 def test_a_bad_webhook_url_in_the_admin_is_a_field_error(team_a, platform_user, deny_by_default):
@@ -184,13 +208,29 @@ def test_a_webhook_set_in_the_admin_gets_a_secret(team_a, platform_user, webhook
 def test_a_url_denied_since_it_was_entered_is_not_called(
     team_a, provision, east, webhook, eager_celery, settings, django_capture_on_commit_callbacks
 ):
-    Team.objects.filter(pk=team_a.pk).update(webhook_url=webhook.url)  # accepted while loopback was allowed
-    settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS = []
+    Team.objects.filter(pk=team_a.pk).update(webhook_url=webhook.url)  # accepted while its address was allowed
+    settings.PORTAL_WEBHOOK_ALLOWED_NETWORKS = []
 
     notice = stall(provision, east, django_capture_on_commit_callbacks)
 
-    assert notice.status == "failed" and "not called" in notice.message and "127.0.0.1" in notice.message
+    assert notice.status == "failed" and "not called" in notice.message and RECEIVER_HOST in notice.message
     assert webhook.received == []
+
+
+def test_a_loopback_webhook_stored_before_is_not_called_whatever_the_cluster_list_says(
+    team_a, provision, east, eager_celery, django_capture_on_commit_callbacks
+):
+    loopback = start_receiver(host="127.0.0.1")
+    try:
+        Team.objects.filter(pk=team_a.pk).update(webhook_url=loopback.url)
+
+        notice = stall(provision, east, django_capture_on_commit_callbacks)
+
+        assert notice.status == "failed" and "never calls a loopback" in notice.message
+        assert loopback.received == []
+    finally:
+        loopback.server.shutdown()
+        loopback.server.server_close()
 
 
 def test_redirects_are_not_followed(team_a, provision, east, webhook, eager_celery,
@@ -213,9 +253,8 @@ def test_the_connection_goes_to_the_address_that_was_checked(
     team_a, provision, east, webhook, eager_celery, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
     """DNS rebinding: the name resolves to an allowed address when checked and to another one afterwards."""
-    settings.PORTAL_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.1/32"]
     port = webhook.server.server_address[1]
-    answers = iter(["127.0.0.1"])  # the first lookup; every later one answers 127.0.0.2
+    answers = iter([RECEIVER_HOST])  # the first lookup; every later one answers 127.0.0.2
     lookups = []
     real_getaddrinfo = socket.getaddrinfo
 
