@@ -57,9 +57,10 @@ def test_slow_throttling_and_failing_api_servers(stack, fault_kube):
     never = wait_for_job(stack, ids["k8s-never"], "succeeded", "failed", timeout=90)
     broken = wait_for_job(stack, ids["k8s-503"], "succeeded", "failed", timeout=90)
 
-    # Timeouts: two attempts cut at the client's timeout, the third in time.
-    assert (slow.status, slow.attempts) == ("succeeded", 3), slow.message
-    assert len(writes_to(fault_kube, deployment["k8s-slow"], since=seen)) == 3
+    # Timeouts: two attempts cut at the client's timeout, then one in time. On a busy machine an undelayed call can
+    # outlast the 2 s timeout too, so "in time" is the first attempt after the two delayed ones, or a later one.
+    assert slow.status == "succeeded" and 3 <= slow.attempts < MAX_ATTEMPTS, (slow.attempts, slow.message)
+    assert len(writes_to(fault_kube, deployment["k8s-slow"], since=seen)) >= 3
     assert one_set_of_objects(fault_kube, ids["k8s-slow"], "k8s-slow")
     assert request_status(stack, ids["k8s-slow"]) == "provisioning"
 
