@@ -10,8 +10,8 @@
   owned by the Deployment itself (the fake serves no ReplicaSets).
 - Kueue, where the fake serves it (kubesim.kueue): Workloads for queued Jobs, quota reservation, admission once
   the checks are Ready, Finished when the Job ends.
-- Scheduler: binds each unbound pod to a node with room (kubesim.scheduler); a pod no node takes, or the last rank
-  of a gang the scenario stalls, gets `PodScheduled=False, reason=Unschedulable` and kube-scheduler's message.
+- Scheduler: binds each pod to a node with room (kubesim.scheduler); a pod no node takes, or a stalled gang's last
+  rank (its room taken by a burn-in pod the inventory sees), gets `PodScheduled=False` and kube-scheduler's message.
 - Kubelet: a bound pod turns Running after `start_seconds`, a Job's pod Succeeded after its run time.
 - mig-manager: a node whose `nvidia.com/mig.config` names another layout than the one applied goes
   `nvidia.com/mig.config.state=pending`, and after the scaled reconfiguration delay `success` with the new MIG
@@ -35,7 +35,8 @@ from kubesim import kueue
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
-    TERMINAL_PHASES, allocatable, pick_node, pod_requests, rejection, unschedulable_message, used_on_nodes,
+    TERMINAL_PHASES, allocatable, burn_in_pod, pick_node, pod_requests, rejection, unschedulable_message,
+    used_on_nodes,
 )
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
@@ -217,10 +218,11 @@ class Simulation:
                 continue
             gang = self._gang_owner(pod, jobs)
             if gang and gang[1] and self.scenario.stalls(gang[0]):
-                # As if the GPUs of every node that would take it were held by someone else.
-                taken = {n["metadata"]["name"]: {**allocatable(n), "pods": 0} for n in nodes
-                         if not rejection(pod, n, used.get(n["metadata"]["name"], {}))}
-                self._unschedulable(pod, unschedulable_message(pod, nodes, {**used, **taken}), now)
+                # Someone else's pods take every node that would take it: the scheduler and the inventory agree.
+                for node in nodes:
+                    if not rejection(pod, node, used.get(node["metadata"]["name"], {})):
+                        self._hold_for_stall(pod, node, used, now)
+                self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
                 continue
             node = pick_node(pod, nodes, used)
             if node is None:
@@ -234,6 +236,14 @@ class Simulation:
                 "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                                            "lastTransitionTime": _stamp(now)}]},
             })
+
+    def _hold_for_stall(self, pod: Mapping[str, Any], node: Mapping[str, Any], used: dict, now: float) -> None:
+        name = node["metadata"]["name"]
+        held = used.setdefault(name, {})
+        free = {r: allocatable(node).get(r, 0) - held.get(r, 0) for r in pod_requests(pod)}
+        self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=_stamp(now)))
+        for resource, count in {**free, "pods": 1}.items():
+            held[resource] = held.get(resource, 0) + count
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str, now: float) -> None:
         current = _condition(pod, "PodScheduled")
@@ -383,7 +393,6 @@ def _gang_start_times(pods: list[dict[str, Any]]) -> dict[str, float | None]:
 def _owner_kind(pod: Mapping[str, Any]) -> str:
     refs = pod["metadata"].get("ownerReferences") or [{}]
     return refs[0].get("kind", "")
-
 
 
 def _pod_ip(pod: Mapping[str, Any]) -> str:
