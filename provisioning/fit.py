@@ -217,7 +217,8 @@ def check_fit(demand: Demand, nodes: Sequence[NodeSlot], holders: Sequence[Holde
     if fitting_now >= demand.pods:
         placement = _place(now, demand.pods)
         where = ", ".join(f"{p} on {n}" for n, p in placement.items())
-        return FitAnswer(FITS_NOW, f"All {_plural(demand.pods, 'pod')} of {what} fit now: {where}.",
+        said = f"All {demand.pods} pods of {what} fit now" if demand.pods != 1 else f"Its pod of {what} fits now"
+        return FitAnswer(FITS_NOW, f"{said}: {where}.",
                          pods_fitting_now=fitting_now, placement=placement, excluded=excluded)
 
     # Fits after: release running work, earliest expected end first, until the pods fit; then drop what did not
