@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from gpu import gangapi
 
+from .words import GANG_BACKEND_WORDS
+
 if TYPE_CHECKING:
     from .decisions import ClusterSpec, Inventory, PoolSpec, Reasons
 
@@ -41,7 +43,8 @@ def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Invento
                                     f"{cluster.name}.", source="cluster")
         else:
             reasons.add("topology", f"The gang is not packed into one NVLink domain or rack by the scheduler: "
-                                    f"{cluster.name} declares no gang topology its {cluster.gang_scheduler} backend "
+                                    f"{cluster.name} declares no gang topology that "
+                                    f"{GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} "
                                     "can honour.", source="cluster")
     if compute_domain:
         why = ("its pods span nodes of one NVLink domain" if needs_gang

@@ -10,6 +10,7 @@ from gpu.catalogue import GpuModelSpec
 from gpu.vocabulary import MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS
 
 from ..multinode import multi_node_decision
+from ..words import GANG_BACKEND_WORDS
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec
 from .placement import (Candidate, Skipped, candidates_or_fallback, dra_extended_resource, equivalents,
                         gang_capable, one_device_fallback, smallest)
@@ -261,8 +262,8 @@ def gang_up(answers: Answers, ruling: Ruling, placement: Placement, inventory: I
     if placement.needs_gang:
         gang = {"min_members": answers.replicas, "backend": cluster.gang_scheduler}
         text = (
-            f"All {answers.replicas} replicas start together or none does, through {cluster.gang_scheduler} "
-            f"on {cluster.name}."
+            f"All {answers.replicas} replicas start together or none does, through "
+            f"{GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} on {cluster.name}."
         )
         if ruling.route and ruling.outcome.get("gang"):
             reasons.add("gang", text, ruling.route)
