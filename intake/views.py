@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 # The request page shows chargeback's right-sizing suggestion (what its GPUs really did); a read, nothing more.
 from portal.errors import DomainError, NotFound, PermissionDenied
+from portal.roles import primary_role
 from portal.selectors import team_list_requestable, team_list_visible
 
 from . import hooks, leases, selectors, services
@@ -23,6 +24,9 @@ from .questionnaire import QUESTIONS
 
 @login_required
 def home(request):
+    """Where each persona starts: finance on the chargeback page, everyone else on their requests."""
+    if primary_role(request.user) == "finance":
+        return redirect("chargeback:report")
     return redirect("web:request-list")
 
 

@@ -75,12 +75,28 @@ class ReportRowSerializer(serializers.Serializer):
     currency = CharField(help_text="empty when unpriced")
 
 
+class ReportCostSerializer(serializers.Serializer):
+    currency = CharField()
+    cost = serializers.DecimalField(max_digits=30, decimal_places=2)
+
+
+class ReportTotalSerializer(serializers.Serializer):
+    """The grand total of the rows: what a spreadsheet's sum of the CSV gives, to the cent."""
+
+    device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    costs = ReportCostSerializer(many=True, help_text="one total per currency")
+    unpriced_gpu_equivalent_hours = serializers.DecimalField(
+        max_digits=30, decimal_places=6, help_text="the part of gpu_equivalent_hours no rate card priced")
+
+
 class ReportSerializer(serializers.Serializer):
     start = serializers.DateField()
     end = serializers.DateField()
     group_by = serializers.ListField(child=CharField())
     generated_at = serializers.DateTimeField()
     rows = ReportRowSerializer(many=True)
+    total = ReportTotalSerializer(help_text="the grand total of the rows")
 
 
 # The same choice set as the intake API's decisions, so the schema has one StrategyEnum.
