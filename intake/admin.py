@@ -15,6 +15,7 @@ from portal.errors import DomainError
 
 from . import hooks, services
 from .choices import PolicyStatus
+from .decisions import STRATEGY_WORDS
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
 from .hooks import REVIEW_SECTIONS
 from .selectors import APPROVE, REJECT, policy_version_review, request_actions, request_answer_rows, request_summary
@@ -127,14 +128,19 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 @admin.register(PendingApproval)
 class PendingApprovalAdmin(GpuRequestAdmin):
-    list_display = ["id", "name", "team", "summary", "strategy", "requested_by", "created_at", "review"]
+    # The Review button right after the name, and what they would get in a line (the summary is on the review page).
+    list_display = ["id", "name", "review", "team", "what", "requested_by", "created_at"]
     list_filter = ["workload_class", "strategy", "team"]
     ordering = ["created_at"]  # oldest first: a queue
     actions = ["approve_selected"]
 
     @admin.display(description="what they would get")
-    def summary(self, obj):
-        return obj.decision.get("summary", "")
+    def what(self, obj):
+        decision = obj.decision
+        each = plural(decision.get("gpus_per_replica", 1), STRATEGY_WORDS.get(obj.strategy, obj.strategy))
+        profile = f" {decision['mig_profile']}" if decision.get("mig_profile") else ""
+        return (f"{plural(decision.get('replicas', 1), 'replica')} x {each} of {decision.get('gpu_model', '')}{profile}"
+                f" on {decision.get('cluster', '')}/{decision.get('node_pool', '')}")
 
     @admin.display(description="")
     def review(self, obj):

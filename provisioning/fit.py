@@ -203,11 +203,11 @@ def check_fit(demand: Demand, nodes: Sequence[NodeSlot], holders: Sequence[Holde
         kind = "the gang needs" if demand.gang else "the request needs"
         return FitAnswer(
             NEVER,
-            f"{kind.capitalize()} {demand.pods} pods of {what} at once but the pool's schedulable nodes can hold "
-            f"at most {ceiling} even with nothing else running."
+            f"{kind.capitalize()} {_plural(demand.pods, 'pod')} of {what} at once but the pool's schedulable nodes "
+            f"can hold at most {ceiling} even with nothing else running."
             if demand.gang else
-            f"{kind.capitalize()} {demand.pods} pods of {what} but the pool's schedulable nodes can hold at most "
-            f"{ceiling} even with nothing else running.",
+            f"{kind.capitalize()} {_plural(demand.pods, 'pod')} of {what} but the pool's schedulable nodes can hold "
+            f"at most {ceiling} even with nothing else running.",
             excluded=excluded,
         )  # fmt: skip
 
