@@ -260,4 +260,7 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_COLLECT_SECONDS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to 60 when unset "
                                               "(usage collected at demo pace)"},
     "SIM_PORT": {"meaning": "the loopback port of the simulated cluster's API server in `./scripts/demo`"},
+    "PLATFORM_NOTIFICATION_EMAIL": {"meaning": "`./scripts/demo` sets it to `platform-team@example.com` when unset, so "
+                                               "the stalled gang's notice goes somewhere (printed in "
+                                               "`var/log/worker.log` by development mode's console e-mail backend)"},
 }
