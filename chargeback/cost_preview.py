@@ -3,6 +3,7 @@ the request would use, what they cost at the rate card in force today, and what 
 this month they take. Reads only."""
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.template.loader import render_to_string
@@ -38,7 +39,7 @@ def rate_card_in_force(*, gpu_model: str, strategy: str, on) -> RateCard | None:
 def _budget_words(forecast: dict) -> str:
     """From the budget gate's forecast (decision["budget"]): what is left before this request and its share."""
     before = sum(Decimal(forecast[k] or 0) for k in ("spent_cost", "committed_cost", "pending_cost"))
-    month = forecast["month"]
+    month = datetime.strptime(forecast["month"], "%Y-%m").strftime("%B %Y")
     if forecast.get("budget_amount") is not None:
         amount, currency = Decimal(forecast["budget_amount"]), forecast["currency"]
         left = amount - before
