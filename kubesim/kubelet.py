@@ -213,12 +213,12 @@ class Simulation:
         pods = self.fake.find("v1", "Pod")
         jobs = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": j for j in self.fake.find("batch/v1", "Job")}
         used = used_on_nodes(pods)
-        for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", "")):
-            if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":
-                continue
-            gang = self._gang_owner(pod, jobs)
-            if gang and gang[1] and self.scenario.stalls(gang[0]):
-                # Someone else's pods take every node that would take it: the scheduler and the inventory agree.
+        pending = [p for p in pods if not p["spec"].get("nodeName") and p["status"].get("phase") == "Pending"]
+        stalls = {id(p) for p in pending if (g := self._gang_owner(p, jobs)) and g[1] and self.scenario.stalls(g[0])}
+        # A stalled last rank goes after every other pod (its gang's first ranks among them); someone else's pod
+        # then takes just enough of each node that would take it: the scheduler and the inventory agree.
+        for pod in sorted(pending, key=lambda p: (id(p) in stalls, p["metadata"].get("creationTimestamp", ""))):
+            if id(pod) in stalls:
                 for node in nodes:
                     if not rejection(pod, node, used.get(node["metadata"]["name"], {})):
                         self._hold_for_stall(pod, node, used, now)
@@ -240,7 +240,7 @@ class Simulation:
     def _hold_for_stall(self, pod: Mapping[str, Any], node: Mapping[str, Any], used: dict, now: float) -> None:
         name = node["metadata"]["name"]
         held = used.setdefault(name, {})
-        free = {r: allocatable(node).get(r, 0) - held.get(r, 0) for r in pod_requests(pod)}
+        free = {r: allocatable(node).get(r, 0) - held.get(r, 0) - (n - 1) for r, n in pod_requests(pod).items()}
         self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=_stamp(now)))
         for resource, count in {**free, "pods": 1}.items():
             held[resource] = held.get(resource, 0) + count
