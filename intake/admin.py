@@ -38,16 +38,32 @@ class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
         return False
 
 
+class StrategyFilter(admin.SimpleListFilter):
+    """The sharing strategy in words ("whole GPU"), not its identifier."""
+
+    title, parameter_name = "sharing strategy", "strategy"
+
+    def lookups(self, request, model_admin):
+        return list(STRATEGY_WORDS.items())
+
+    def queryset(self, request, queryset):
+        return queryset.filter(strategy=self.value()) if self.value() else queryset
+
+
 @admin.register(GpuRequest)
 class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
     finance_can_view = True
-    list_display = ["id", "name", "team", "status", "workload_class", "strategy", "requested_by", "created_at",
+    list_display = ["id", "name", "team", "status", "workload_class", "strategy_words", "requested_by", "created_at",
                     "policy_rule"]
-    list_filter = ["status", "workload_class", "strategy", "team"]
+    list_filter = ["status", "workload_class", StrategyFilter, "team"]
     search_fields = ["name", "team__slug", "requested_by__username"]
     list_select_related = ["team", "requested_by", "policy_version"]
     ordering = ["-created_at"]
     inlines = [RequestEventInline]
+
+    @admin.display(description="sharing strategy", ordering="strategy")
+    def strategy_words(self, obj):
+        return STRATEGY_WORDS.get(obj.strategy, obj.strategy)
 
     @admin.display(description="decided by")
     def policy_rule(self, obj):
@@ -130,7 +146,7 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
 class PendingApprovalAdmin(GpuRequestAdmin):
     # The Review button right after the name, and what they would get in a line (the summary is on the review page).
     list_display = ["id", "name", "review", "team", "what", "requested_by", "created_at"]
-    list_filter = ["workload_class", "strategy", "team"]
+    list_filter = ["workload_class", StrategyFilter, "team"]
     ordering = ["created_at"]  # oldest first: a queue
     actions = ["approve_selected"]
 

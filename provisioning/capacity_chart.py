@@ -31,7 +31,10 @@ def daily_columns(days: Sequence[Any], *, capacity: float | None, mine: bool, wi
     """`days`: objects with day, held, reserved, queued, mine (capacity_history.Day)."""
     left, right, top, bottom = 48, 12, 10, 28
     plot_w, plot_h = width - left - right, height - top - bottom
-    peak = max([d.held + d.reserved + d.queued for d in days] + [capacity or 0, 1.0])
+    used = max([d.held + d.reserved + d.queued for d in days] + [0.0])
+    # The capacity line is drawn when it is near what was used; far above, it would flatten the bars to nothing.
+    drawn = capacity if capacity and capacity <= max(used, 1.0) * 1.5 else None
+    peak = max(used, drawn or 0, 1.0)
     step = _step(peak)
     axis_max = step * math.ceil(peak / step)
     scale = plot_h / axis_max
@@ -54,6 +57,6 @@ def daily_columns(days: Sequence[Any], *, capacity: float | None, mine: bool, wi
                            for i, d in enumerate(days)) if mine else ""
     return {"width": width, "height": height, "left": left, "plot_right": width - right, "top": top,
             "baseline": top + plot_h, "bar_width": round(slot * 0.7, 1), "columns": columns, "ticks": ticks,
-            "capacity_y": round(top + plot_h - capacity * scale, 1) if capacity else None, "capacity": capacity,
+            "capacity_y": round(top + plot_h - drawn * scale, 1) if drawn else None, "capacity": capacity,
             "mine_points": mine_points, "legend": [(label, colour) for _, label, colour in SERIES],
             "label_every": 5}

@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from django import template
 
+from gpu.vocabulary import FITS_AFTER, FITS_NOW, NEVER_FITS
 from intake import words as vocabulary
 from intake.choices import RequestStatus
 from intake.decisions import STRATEGY_WORDS
@@ -25,6 +26,7 @@ VOCABULARIES: dict[str, dict[str, str]] = {
     "gang_backend": vocabulary.GANG_BACKEND_WORDS,
     "memory_isolation": vocabulary.MEMORY_ISOLATION_WORDS,
     "fabric_isolation": vocabulary.FABRIC_ISOLATION_WORDS,
+    "fit_verdict": {FITS_NOW: "fits now", FITS_AFTER: "fits after other work finishes", NEVER_FITS: "never fits"},
     # Answers: each choice question's option labels, under the question's key ("workload_class", "tenancy", ...).
     **{q.key: {o.value: o.label.lower() for o in q.options} for q in QUESTIONS if q.kind == "choice"},
 }
