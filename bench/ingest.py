@@ -79,8 +79,8 @@ def build_pods(requests, count: int) -> bytes:
         items.append(synthetic_pod(
             uid=uid, name=f"{gpu_request.name}-{uid[-5:]}", namespace=f"team-{gpu_request.team.slug}",
             label_domain=settings.PORTAL_LABEL_DOMAIN, request_id=gpu_request.pk, team=gpu_request.team.slug,
-            cluster="gpu-east", strategy=d["strategy"], gpu_model=d["gpu_model"], mig_profile=d["mig_profile"] or "",
-            devices=d["gpus_per_replica"], equivalents=equivalents, started_at=start, finished_at=finished,
+            cluster="gpu-east", strategy=d.strategy, gpu_model=d.gpu_model, mig_profile=d.mig_profile or "",
+            devices=d.gpus_per_replica, equivalents=equivalents, started_at=start, finished_at=finished,
             restarted_at=start + timedelta(minutes=2) if n % 17 == 0 and not finished else None,
         ))
     return json.dumps({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "123456"},

@@ -228,3 +228,7 @@ class IdleAllocationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class IdleScanAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["cluster", "scanned_at", "status", "requests_read", "flagged", "released", "message"]
     list_filter = ["cluster", "status"]
+
+
+# Hardware-fault credits (finance reverses them): their admin lives beside them.
+from .credits import admin as _credits_admin  # noqa: E402,F401

@@ -1,13 +1,15 @@
 """Budgets in intake's decisions and review page, through intake's hooks (intake.hooks), registered in
 `ChargebackConfig.ready()`: a decision for a team with a budget this month says what approving it does to the
-forecast (`decision["budget"]`); under `require_review` a request that would overrun goes to the platform team even
+forecast (`Decision.budget`); under `require_review` a request that would overrun goes to the platform team even
 when a rule would approve it, with the stable review code `OverBudget` and the overrun in the approval reason."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from intake.decisions import REVIEW, summarise
+from intake.decisions import REVIEW, Decision, summarise
 
 from .budgets import budget_forecast, budget_get, request_budget_impact, team_budget, team_budget_id
 from .choices import BudgetMode
@@ -30,7 +32,7 @@ def budget_gate_reads(*, team):
     return team_budget_id(team=team, month=timezone.now().date())
 
 
-def budget_gate(*, team, decision: dict, answers: dict, read=_UNREAD) -> dict:
+def budget_gate(*, team, decision: Decision, answers: dict, read=_UNREAD) -> Decision:
     if read is _UNREAD:
         budget = team_budget(team=team, month=timezone.now().date())
     else:
@@ -39,16 +41,14 @@ def budget_gate(*, team, decision: dict, answers: dict, read=_UNREAD) -> dict:
     if forecast is None:
         return decision
     words = impact_words(forecast, team_slug=team.slug)
-    gated = {**decision, "budget": {**forecast.as_dict(), "words": words}}
+    gated = replace(decision, budget={**forecast.as_dict(), "words": words})
     if not (forecast.over and forecast.budget.mode == BudgetMode.REQUIRE_REVIEW):
         return gated
     text = f"Over budget: {words}. {REVIEW}"
-    if decision["auto_approve"]:
+    if decision.auto_approve:
         text = f"Not approved automatically: {words}. {REVIEW}"
-    gated.update(auto_approve=False, review_reasons=[*decision.get("review_reasons", ()), OVER_BUDGET],
-                 reasons=[{**r, "text": text} if r["field"] == "approval" else r for r in decision["reasons"]])
-    gated["summary"] = summarise(gated, None)
-    return gated
+    gated = gated.held_for_review(code=OVER_BUDGET, text=text)
+    return replace(gated, summary=summarise(gated, None))
 
 
 def budget_review_section(*, gpu_request) -> dict | None:

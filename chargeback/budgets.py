@@ -20,6 +20,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from intake.choices import REQUEST_HOLDING, RequestStatus
+from intake.decisions import Decision
 from intake.hooks import ScalarSql
 from intake.models import GpuRequest, RequestEvent
 from portal.selectors import team_visible_ids
@@ -169,20 +170,20 @@ def _commitment(*, request_id, name, status, answers, decision, started: datetim
                 observed, prices, currency) -> Commitment:
     start = max(started or now, now) if status == RequestStatus.PENDING_APPROVAL else (started or now)
     expected = answers.get("expected_hours")
-    lease = decision.get("lease")
+    lease = decision.lease
     if expected:
         basis, end = "expected_hours", start + timedelta(hours=float(expected))
     elif answers.get("workload_class") in observed:
         basis, end = "observed", start + timedelta(hours=float(observed[answers["workload_class"]]))
     else:
         basis, end = "month_end", month_end
-    lease_until = lease_end or (start + timedelta(hours=lease["hours"]) if lease else None)
+    lease_until = lease_end or (start + timedelta(hours=lease.hours) if lease else None)
     if lease_until is not None and lease_until < end:
         basis, end = "lease", lease_until
     end = min(end, month_end)
     hours = Decimal(max(0.0, (end - max(start, now)).total_seconds()) / 3600).quantize(Decimal("0.0001"))
-    equivalent_hours = hours * Decimal(str(decision.get("gpu_equivalents") or 0))
-    price = _price(decision["gpu_model"], decision["strategy"], currency, on=now.date(), cache=prices)
+    equivalent_hours = hours * Decimal(str(decision.gpu_equivalents or 0))
+    price = _price(decision.gpu_model, decision.strategy, currency, on=now.date(), cache=prices)
     return Commitment(request_id=request_id, name=name, status=status, hours=hours,
                       gpu_equivalent_hours=equivalent_hours.quantize(Decimal("0.0001")),
                       cost=(equivalent_hours * price).quantize(CENT) if price is not None else None, basis=basis)
@@ -268,7 +269,7 @@ def budget_list(*, user, month: date | None = None):
     return budgets.order_by("-month", "team__slug", "cost_center", "pk")
 
 
-def request_budget_impact(*, budget: Budget | None, answers: dict, decision: dict,
+def request_budget_impact(*, budget: Budget | None, answers: dict, decision: Decision,
                           now: datetime | None = None) -> Forecast | None:
     """The forecast of the team's budget this month (`budget`; None: the team has none) if this request were
     approved too."""

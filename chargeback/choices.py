@@ -14,7 +14,10 @@ class Category(models.TextChoices):
 ADJUSTMENT = "adjustment"
 WASTE_ADJUSTMENT = "waste_adjustment"
 IDLE_ADJUSTMENT = "idle_adjustment"
-REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT, IDLE_ADJUSTMENT)
+# A hardware-fault credit (chargeback.credits), and its reversal by finance once the credited time was frozen.
+CREDIT = "credit"
+CREDIT_REVERSAL = "credit_reversal"
+REPORT_CATEGORIES = (*Category.values, ADJUSTMENT, WASTE_ADJUSTMENT, IDLE_ADJUSTMENT, CREDIT, CREDIT_REVERSAL)
 
 
 class EndSource(models.TextChoices):
@@ -49,6 +52,7 @@ class Flag(models.TextChoices):
     TEAM_MISMATCH = "team_mismatch", "The team label disagrees with the request's team"
     CLUSTER_MISMATCH = "cluster_mismatch", "The cluster label disagrees with the cluster it was read from"
     FROM_REQUEST = "from_request", "A missing annotation was taken from the request's decision"
+    ALLOCATION_MISMATCH = "allocation_mismatch", "The cluster allocated other than the approval: billed as allocated"
 
 
 # Report dimensions, in the order they appear as CSV columns.

@@ -1,13 +1,57 @@
-"""Reading a cluster's portal pods over the Kubernetes API, through the shared client (provisioning.kube)."""
+"""Reading a cluster's portal pods over the Kubernetes API, through the shared client (provisioning.kube), and
+what billing needs to know about their devices: the DRA claims and slices of pods that use claims, the device
+taint rules and nodes of pods that failed (chargeback.allocation, chargeback.credits.health)."""
 from __future__ import annotations
 
-from provisioning.kube.client import KubeClient
-from provisioning.kube.reads import list_pods
-from provisioning.manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from provisioning.kube.client import KubeClient, raw
 from provisioning.kube.connection import cluster_connection
+from provisioning.kube.errors import PermanentKubeError, kube_errors
+from provisioning.kube.inventory_reads import get_node, list_resource_slices
+from provisioning.kube.reads import list_pods
+from provisioning.contract import MANAGED_BY, MANAGED_BY_KEY
+
+from .allocation import ClusterFacts, uses_claims
+
+# DeviceTaintRule by Kubernetes release (kubernetes/api: resource/v1alpha3 from 1.33, v1beta2 from 1.36, v1 in 1.37):
+# the newest the server serves is read.
+TAINT_RULE_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1alpha3")
 
 
-def pods_for_cluster(cluster) -> list[dict]:
-    """Every pod the portal manages on the cluster, as the API's JSON (dicts), in one list call."""
+def pods_and_facts(cluster) -> tuple[list[dict], ClusterFacts]:
+    """The portal's pods, and the facts about their devices the pass needs: nothing more is read when no pod uses
+    a DRA claim and none failed."""
+    selector = f"{MANAGED_BY_KEY}={MANAGED_BY}"
     with KubeClient(cluster_connection(cluster)) as kube:
-        return list_pods(kube, label_selector=f"{MANAGED_BY_KEY}={MANAGED_BY}")
+        pods = list_pods(kube, label_selector=selector)
+        dra = any(uses_claims(p) for p in pods)
+        failed = [p for p in pods if (p.get("status") or {}).get("phase") == "Failed"]
+        claims = _list(kube, "resource.k8s.io/v1", "ResourceClaim", selector) if dra else []
+        slices = list_resource_slices(kube) if dra else []
+        rules = _taint_rules(kube) if dra and failed else []
+        node_names = sorted({(p.get("spec") or {}).get("nodeName") for p in failed} - {None, ""})
+        nodes = [node for node in (_node(kube, name) for name in node_names) if node]
+    return pods, ClusterFacts(claims=tuple(claims), slices=tuple(slices), taint_rules=tuple(rules), nodes=tuple(nodes))
+
+
+def _list(kube: KubeClient, api_version: str, kind: str, selector: str | None = None) -> list[dict]:
+    resource = kube.resource(api_version, kind)
+    with kube_errors(f"list {kind}s"):
+        listed = kube.dynamic.get(resource, label_selector=selector, serializer=raw)
+    return list(listed.get("items") or [])
+
+
+def _taint_rules(kube: KubeClient) -> list[dict]:
+    for api_version in TAINT_RULE_VERSIONS:
+        try:
+            return _list(kube, api_version, "DeviceTaintRule")
+        except PermanentKubeError as exc:
+            if "does not serve" not in str(exc):
+                raise
+    return []
+
+
+def _node(kube: KubeClient, name: str) -> dict | None:
+    try:
+        return get_node(kube, name)
+    except PermanentKubeError:  # gone since the pod ran on it: no node evidence
+        return None

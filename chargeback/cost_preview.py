@@ -62,16 +62,15 @@ def _budget_words(forecast: dict) -> str:
     return f"{head}; this request would take {shown} of it this month: {share}% of what is left."
 
 
-def cost_preview_section(*, team, decision: dict, answers: dict) -> dict | None:
-    equivalents = Decimal(str(decision.get("gpu_equivalents") or 0))
+def cost_preview_section(*, team, decision, answers: dict) -> dict | None:
+    """`decision`: the preview's intake.decisions.Decision."""
+    equivalents = Decimal(str(decision.gpu_equivalents or 0))
     if not equivalents:
         return None
     hours, basis = answers.get("expected_hours"), "your expected run time"
-    lease = decision.get("lease") or {}
-    if not hours and lease.get("hours"):
-        hours, basis = lease["hours"], "its lease (no expected run time given)"
-    card = rate_card_in_force(gpu_model=decision["gpu_model"], strategy=decision["strategy"],
-                              on=timezone.now().date())
+    if not hours and decision.lease is not None and decision.lease.hours:
+        hours, basis = decision.lease.hours, "its lease (no expected run time given)"
+    card = rate_card_in_force(gpu_model=decision.gpu_model, strategy=decision.strategy, on=timezone.now().date())
     gpu_hours = equivalents * Decimal(str(hours)) if hours else None
     cost = (gpu_hours * card.price_per_equivalent_hour) if card and gpu_hours is not None else None
     per_hour = equivalents * card.price_per_equivalent_hour if card else None
@@ -80,7 +79,7 @@ def cost_preview_section(*, team, decision: dict, answers: dict) -> dict | None:
         "gpu_hours": _hours(gpu_hours) if gpu_hours is not None else None, "card": card,
         "cost": _money(cost) if cost is not None else None, "per_hour": _money(per_hour) if per_hour else None,
         "price": _price(card.price_per_equivalent_hour) if card else None,
-        "what": f"{decision['gpu_model']} {STRATEGY_WORDS.get(decision['strategy'], decision['strategy'])}s",
-        "budget": _budget_words(decision["budget"]) if decision.get("budget") else "",
+        "what": f"{decision.gpu_model} {STRATEGY_WORDS.get(decision.strategy, decision.strategy)}s",
+        "budget": _budget_words(decision.budget) if decision.budget else "",
     }
     return {"title": "GPU-hours and cost", "html": render_to_string("chargeback/_cost_preview.html", context)}

@@ -115,18 +115,18 @@ def _equivalents_text(value: Fraction) -> str:
 def demo_pods(gpu_request: GpuRequest, *, start: datetime, now: datetime) -> list[dict]:
     decision = gpu_request.decision
     domain = settings.PORTAL_LABEL_DOMAIN
-    per_pod = Fraction(str(decision["gpu_equivalents_per_replica"])).limit_denominator(64)
+    per_pod = Fraction(str(decision.gpu_equivalents_per_replica)).limit_denominator(64)
     pods = []
     for slot, begin, end in pod_windows(gpu_request.name, start=start, now=now):
         uid = str(uuid.uuid5(DEMO_NAMESPACE, f"{gpu_request.pk}/{slot}"))
         restarted = begin + timedelta(minutes=3) if slot % 11 == 5 and (end is None or end > begin + timedelta(minutes=4)) else None
         pods.append(synthetic_pod(
             uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=f"team-{gpu_request.team.slug}",
-            label_domain=domain, request_id=gpu_request.pk, team=gpu_request.team.slug, cluster=decision["cluster"],
-            strategy=decision["strategy"], gpu_model=decision["gpu_model"], mig_profile=decision.get("mig_profile") or "",
-            devices=decision["gpus_per_replica"], equivalents=_equivalents_text(per_pod), started_at=begin,
+            label_domain=domain, request_id=gpu_request.pk, team=gpu_request.team.slug, cluster=decision.cluster,
+            strategy=decision.strategy, gpu_model=decision.gpu_model, mig_profile=decision.mig_profile or "",
+            devices=decision.gpus_per_replica, equivalents=_equivalents_text(per_pod), started_at=begin,
             finished_at=end, workload_class=gpu_request.workload_class, restarted_at=restarted,
-            node=f"{decision['node_pool']}-{slot % 4}",
+            node=f"{decision.node_pool}-{slot % 4}",
         ))
     return pods
 
@@ -172,7 +172,7 @@ def load_demo_usage(*, users: dict, now: datetime | None = None) -> dict[str, in
     start = min(day_start(first_day), oldest_open or day_start(first_day))
     by_cluster: dict[str, list[dict]] = defaultdict(list)
     for gpu_request in _demo_requests(users):
-        by_cluster[gpu_request.decision["cluster"]].extend(demo_pods(gpu_request, start=start, now=now))
+        by_cluster[gpu_request.decision.cluster].extend(demo_pods(gpu_request, start=start, now=now))
     written = {}
     for cluster, pods in sorted(by_cluster.items()):
         result = usage_ingest(cluster_name=cluster, pods=pods, now=now, complete=False, source="demo", is_demo=True)

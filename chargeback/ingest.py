@@ -27,12 +27,12 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Iterable
 
-from gpu.catalogue import mig_equivalents  # pure Python, no Django
-from gpu.vocabulary import REPLICATED
+from gpu.equivalents import gpu_equivalents
+from gpu.vocabulary import MIG
 from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
+from provisioning import contract
+from provisioning.contract import parse_time as _parse_time
 
-MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
-MANAGED_BY = "gpu-portal"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 STRATEGIES = frozenset(STRATEGY_NAMES)
 ANNOTATION_TOLERANCE = Fraction(1, 10**6)
@@ -59,10 +59,9 @@ class PodUsage:
 
 
 def parse_time(value: str | None) -> datetime | None:
-    """RFC 3339 as the API server writes it ("2026-11-03T10:00:00Z"), always timezone-aware."""
-    if not value:
-        return None
-    return datetime.fromisoformat(value)
+    """RFC 3339 as the API server writes it, always timezone-aware; a malformed stamp fails the ingest rather than
+    being counted as a guess."""
+    return _parse_time(value, strict=True)
 
 
 def _int_or_none(value) -> int | None:
@@ -120,27 +119,25 @@ def pod_interval(status: dict, *, deleting: bool = False) -> tuple[datetime, dat
 def pod_usage(pod: dict, *, label_domain: str) -> PodUsage | None:
     """One pod -> its usage record; None for a pod of someone else or one that has not started a container."""
     metadata = pod.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    if labels.get(MANAGED_BY_KEY) != MANAGED_BY:
+    identity = contract.pod_identity(pod, label_domain)
+    if not identity.managed:
         return None
     interval = pod_interval(pod.get("status") or {}, deleting=bool(metadata.get("deletionTimestamp")))
     if interval is None:
         return None
-    annotations = metadata.get("annotations") or {}
-    d = label_domain
     started_at, ended_at, end_source = interval
     return PodUsage(
         pod_uid=metadata["uid"],
         namespace=metadata.get("namespace", ""),
         pod_name=metadata.get("name", ""),
-        request_id=_int_or_none(labels.get(f"{d}/request-id")),
-        team=labels.get(f"{d}/team", ""),
-        cluster=labels.get(f"{d}/cluster", ""),
-        strategy=labels.get(f"{d}/strategy", ""),
-        gpu_model=annotations.get(f"{d}/gpu-model", ""),
-        mig_profile=annotations.get(f"{d}/mig-profile", ""),
-        devices=_int_or_none(annotations.get(f"{d}/devices")),
-        annotated_equivalents=(annotations.get(f"{d}/gpu-equivalents") or "").strip(),
+        request_id=contract.bound_request_id(identity),
+        team=identity.team,
+        cluster=identity.cluster,
+        strategy=identity.strategy,
+        gpu_model=contract.pod_annotation(pod, contract.GPU_MODEL, label_domain),
+        mig_profile=contract.pod_annotation(pod, contract.MIG_PROFILE, label_domain),
+        devices=_int_or_none(contract.pod_annotation(pod, contract.DEVICES, label_domain)),
+        annotated_equivalents=contract.pod_annotation(pod, contract.GPU_EQUIVALENTS, label_domain).strip(),
         started_at=started_at,
         ended_at=ended_at,
         end_source=end_source,
@@ -168,18 +165,10 @@ def expected_equivalents(
     policy: str = "compute",
 ) -> Fraction | None:
     """The exact GPU equivalents of a pod from the catalogue and its pool; None when they cannot be known."""
-    if strategy == "whole_gpu":
-        return Fraction(devices)
-    if strategy == "mig":
-        model = catalogue.models.get(gpu_model)
-        if model is None or model.mig is None or mig_profile not in model.mig.profiles:
-            return None
-        return devices * mig_equivalents(model.mig.profiles[mig_profile], model.mig, policy=policy)
-    if strategy in REPLICATED:
-        if not time_slicing_replicas:
-            return None
-        return Fraction(devices, time_slicing_replicas)
-    return None
+    model = catalogue.models.get(gpu_model) if strategy == MIG else None
+    mig = model.mig if model else None
+    profile = mig.profiles.get(mig_profile) if mig else None
+    return gpu_equivalents(strategy, devices, mig=mig, profile=profile, replicas=time_slicing_replicas, policy=policy)
 
 
 def annotation_fraction(annotation: str) -> Fraction | None:

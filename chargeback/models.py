@@ -110,6 +110,9 @@ class UsageInterval(models.Model):
                          name="chargeback_interval_open_cover"),
             # "Is there demo data in the period?" on every finance page: without it, a scan of every interval.
             models.Index(fields=["started_at"], condition=Q(is_demo=True), name="chargeback_interval_demo"),
+            # The FOCUS export's "allocated other than approved" mark, without a scan of every interval.
+            models.Index(fields=["request"], condition=Q(flags__contains=["allocation_mismatch"]),
+                         name="chargeback_interval_mismatch"),
         ]
 
     def __str__(self) -> str:
@@ -352,3 +355,5 @@ class Budget(models.Model):
 
 # Idle GPUs (chargeback/idle/): defined there, registered with the app here.
 from .idle.models import GpuUtilisation, IdleAllocation, IdleEnd, IdlePolicy, IdleScan  # noqa: E402,F401
+# Hardware-fault credits (chargeback/credits/): defined there, registered with the app here.
+from .credits.models import HardwareCredit  # noqa: E402,F401

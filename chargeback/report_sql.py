@@ -2,11 +2,12 @@
 
 * `raw`: the reference. Every interval overlapping the window, clipped to it (an open one closed at `now`),
   minus each adjustment's stretch inside closed months (so a closed month shows what it showed when it
-  closed), plus the adjustment lines booked in the window; cut at UTC days and rate changes.
+  closed), plus the adjustment lines booked in the window and the hardware-fault credits' lines; cut at UTC days
+  and rate changes.
 * `rollups`: what the report reads. Whole days of ended intervals from `chargeback_usagerollup` (kept by the
   database in the same transaction as every interval write, migration 0005), closed months from their frozen
   lines (`chargeback_closedline`, written at close), and from the raw tables only what rollups cannot hold:
-  intervals still open, adjustment stretches and adjustment lines (few rows, through their indexes).
+  intervals still open, adjustment stretches, adjustment lines and credits (few rows, through their indexes).
 
 Both end in a `lines` CTE with LINE_KEYS, device_seconds, gpu_equivalent_seconds and cost (rounded to the cent
 there, once: docs/chargeback.md, "Rounding"); `chargeback.selectors.report_query` groups those into rows.
@@ -67,6 +68,31 @@ def _adjustment_spans(where: str) -> str:
     WHERE booked_at >= %(start)s AND booked_at < %(end)s{where}"""
 
 
+# A credit's lines (chargeback.credits.models.HardwareCredit): on the days of the credited run from when it was
+# recorded (created_horizon: time frozen then is one line booked there), up to where it was reversed (reversed_at
+# set: the lines still open then are gone; reversed_horizon: what was frozen gets a reversal line booked there).
+_CREATED = "COALESCE(created_horizon, '-infinity')"
+_KEPT_UNTIL = "CASE WHEN reversed_at IS NULL THEN 'infinity' ELSE COALESCE(reversed_horizon, '-infinity') END"
+
+
+def _credit_spans(where: str) -> str:
+    return f"""
+    SELECT {_SPAN_COLUMNS}, 'credit', -1, NULL::timestamptz,
+        GREATEST(started_at, {_CREATED}, %(start)s), LEAST(ended_at, {_KEPT_UNTIL}, %(end)s)
+    FROM chargeback_hardwarecredit
+    WHERE started_at < %(end)s AND ended_at > %(start)s{where}
+    UNION ALL  -- time frozen when it was recorded: one line in the first open month
+    SELECT {_SPAN_COLUMNS}, 'credit', -1, created_horizon, started_at, LEAST(ended_at, created_horizon)
+    FROM chargeback_hardwarecredit
+    WHERE created_horizon >= %(start)s AND created_horizon < %(end)s AND started_at < created_horizon
+        AND created_horizon < {_KEPT_UNTIL}{where}
+    UNION ALL  -- reversed after some of its lines were frozen: those come back in the first open month then
+    SELECT {_SPAN_COLUMNS}, 'credit_reversal', 1, reversed_horizon, started_at, LEAST(ended_at, reversed_horizon)
+    FROM chargeback_hardwarecredit
+    WHERE reversed_at IS NOT NULL AND reversed_horizon >= %(start)s AND reversed_horizon < %(end)s
+        AND started_at < reversed_horizon AND {_CREATED} < reversed_horizon{where}"""
+
+
 def _pieces(spans_source: str, *, skip_days: str = "") -> str:
     """buckets (spans cut at UTC days; an adjustment line is one piece, on the day it is booked) and pieces
     (buckets cut at rate changes), then their sums per line and denominator (`piece_sums`)."""
@@ -118,6 +144,7 @@ spans AS (
     FROM chargeback_usageinterval
     WHERE tstzrange(started_at, ended_at) && tstzrange(%(start)s, %(end)s) AND started_at < %(now)s{where}
     UNION ALL{_adjustment_spans(where)}
+    UNION ALL{_credit_spans(where)}
 ),{_pieces("spans")},
 {_PER_DEN.format(sources="SELECT * FROM piece_sums")},
 {_LINES_CTE}"""
@@ -171,8 +198,9 @@ frozen AS (  -- closed months whose lines were frozen at close
         FROM chargeback_closedperiod WHERE lines_frozen) m
     WHERE ends > %(start)s AND starts < %(end)s
 ),
-spans AS (  -- the adjustments: few, and an adjustment line can straddle a rate change
-    SELECT * FROM ({_adjustment_spans(where)}) a(team_id, cost_center, cluster, strategy, gpu_model, mig_profile,
+spans AS (  -- adjustments and credits: few, and an adjustment line can straddle a rate change
+    SELECT * FROM ({_adjustment_spans(where)}
+    UNION ALL{_credit_spans(where)}) a(team_id, cost_center, cluster, strategy, gpu_model, mig_profile,
         request_id, devices, num, den, category, sign, booked_at, s, e)
 ),{_pieces("spans", skip_days=" AND NOT " + in_frozen.format(day="b.day"))},
 {_OPEN_CTES.format(where=where, not_frozen="NOT " + in_frozen.format(day="d.day"))},

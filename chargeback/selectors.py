@@ -25,14 +25,14 @@ from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Iterator, Sequence
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from portal.selectors import team_visible_ids
 
 from . import report_sql
-from .choices import GROUP_BY_CHOICES
-from .models import Adjustment, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from .choices import GROUP_BY_CHOICES, Flag
+from .models import Adjustment, ClosedPeriod, HardwareCredit, RateCard, UsageCollection, UsageInterval
 from .periods import day_start
 
 # group_by name -> (column in the spans, output columns)
@@ -79,6 +79,24 @@ def ordered_group_by(group_by: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name in GROUP_BY_CHOICES if name in wanted)
 
 
+def report_scope(*, user, start: date, end: date, now: datetime | None = None,
+                 filters: dict | None = None) -> tuple[str, dict]:
+    """(where, params) of a report over [start, end): the teams `user` sees (None: every team) and the filters,
+    as " AND ..." conditions on columns every line source has (chargeback.report_sql)."""
+    params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
+    conditions = []
+    team_ids = team_visible_ids(user=user) if user is not None else None
+    if team_ids is not None:
+        conditions.append("team_id = ANY(%(team_ids)s::bigint[])")
+        params["team_ids"] = sorted(team_ids)
+    for name, value in (filters or {}).items():
+        if value in (None, ""):
+            continue
+        conditions.append(_FILTERS[name])
+        params[f"f_{name}"] = value
+    return "".join(f" AND {c}" for c in conditions), params
+
+
 def report_query(
     *,
     user,
@@ -92,18 +110,7 @@ def report_query(
     """The report as one SQL statement and its parameters (see the module docstring). `source="raw"` reads
     the raw intervals only: the reference the rollups are tested and benchmarked against."""
     group_by = ordered_group_by(group_by)
-    params: dict = {"start": day_start(start), "end": day_start(end), "now": now or timezone.now()}
-    conditions = []
-    team_ids = team_visible_ids(user=user) if user is not None else None
-    if team_ids is not None:
-        conditions.append("team_id = ANY(%(team_ids)s::bigint[])")
-        params["team_ids"] = sorted(team_ids)
-    for name, value in (filters or {}).items():
-        if value in (None, ""):
-            continue
-        conditions.append(_FILTERS[name])
-        params[f"f_{name}"] = value
-    where = "".join(f" AND {c}" for c in conditions)
+    where, params = report_scope(user=user, start=start, end=end, now=now, filters=filters)
 
     inner_keys, outer_select, joins, order = [], [], [], []
     for name in group_by:
@@ -283,6 +290,39 @@ def adjustment_list(*, user) -> QuerySet[Adjustment]:
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     return queryset.order_by("-booked_at", "started_at", "id")
+
+
+def credit_list(*, user) -> QuerySet[HardwareCredit]:
+    """Hardware-fault credits, newest first, of the teams the user sees."""
+    queryset = HardwareCredit.objects.select_related("team", "reversed_by")
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    return queryset.order_by("-ended_at", "pod_uid", "id")
+
+
+def allocation_mismatches(*, user, start: date, end: date) -> list[dict]:
+    """Requests billed in [start, end) for other devices than were approved (intervals flagged
+    `allocation_mismatch`): what was approved (the decision), what was billed, how many pods."""
+    queryset = UsageInterval.objects.filter(flags__contains=[Flag.ALLOCATION_MISMATCH], started_at__lt=day_start(end))
+    queryset = queryset.exclude(ended_at__lte=day_start(start)).exclude(request=None)
+    team_ids = team_visible_ids(user=user)
+    if team_ids is not None:
+        queryset = queryset.filter(team_id__in=team_ids)
+    rows = (queryset.values("request_id", "request__name", "request__decision", "team__slug", "gpu_model",
+                            "mig_profile", "devices").annotate(pods=Count("pod_uid", distinct=True))
+            .order_by("request_id", "gpu_model", "mig_profile", "devices"))
+    return [_mismatch_row(r, r["request__decision"]) for r in rows]
+
+
+def _mismatch_row(row: dict, approved) -> dict:
+    """One mismatch as the report shows it; `approved` is the request's Decision (the field reads it as the type)."""
+    return {"request": row["request_id"], "request_name": row["request__name"], "team": row["team__slug"],
+            "approved_gpu_model": (approved.gpu_model if approved else "") or "",
+            "approved_mig_profile": (approved.mig_profile if approved else "") or "",
+            "approved_devices": approved.gpus_per_replica if approved else None,
+            "billed_gpu_model": row["gpu_model"], "billed_mig_profile": row["mig_profile"],
+            "billed_devices": row["devices"], "pods": row["pods"]}
 
 
 def collection_list() -> QuerySet[UsageCollection]:

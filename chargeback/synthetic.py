@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from provisioning.contract import (CLUSTER, DEVICES, GPU_EQUIVALENTS, GPU_MODEL, MANAGED_BY, MANAGED_BY_KEY,
+                                   MIG_PROFILE, NAME_KEY, REQUEST_ID, STRATEGY, TEAM, WORKLOAD_CLASS, domain_key)
+
 
 def rfc3339(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -35,20 +38,22 @@ def synthetic_pod(
     """A pod with one GPU container. Running from `started_at`; finished at `finished_at` when given (phase
     Succeeded unless `phase` says otherwise). `restarted_at`: the container crashed and restarted then, so the
     original start is only in lastState. `started_at=None`: still pending, no container ran yet."""
-    d = label_domain
+    def key(name_in_domain: str) -> str:
+        return domain_key(label_domain, name_in_domain)
+
     labels = {
-        "app.kubernetes.io/managed-by": "gpu-portal",
-        "app.kubernetes.io/name": name.rsplit("-", 1)[0],
-        f"{d}/team": team,
-        f"{d}/strategy": strategy,
-        f"{d}/workload-class": workload_class,
-        f"{d}/cluster": cluster,
+        MANAGED_BY_KEY: MANAGED_BY,
+        NAME_KEY: name.rsplit("-", 1)[0],
+        key(TEAM): team,
+        key(STRATEGY): strategy,
+        key(WORKLOAD_CLASS): workload_class,
+        key(CLUSTER): cluster,
     }
     if request_id is not None:
-        labels[f"{d}/request-id"] = str(request_id)
-    annotations = {f"{d}/gpu-equivalents": equivalents, f"{d}/gpu-model": gpu_model, f"{d}/devices": str(devices)}
+        labels[key(REQUEST_ID)] = str(request_id)
+    annotations = {key(GPU_EQUIVALENTS): equivalents, key(GPU_MODEL): gpu_model, key(DEVICES): str(devices)}
     if mig_profile:
-        annotations[f"{d}/mig-profile"] = mig_profile
+        annotations[key(MIG_PROFILE)] = mig_profile
     resource = (f"nvidia.com/mig-{mig_profile}" if strategy == "mig"
                 else "nvidia.com/gpu.shared" if strategy in ("time_slicing", "mps") else "nvidia.com/gpu")
     container_status: dict = {

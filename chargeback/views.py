@@ -29,6 +29,11 @@ def _csv_url(*, start, end, group_by, **filters) -> str:
     return f"{reverse('chargeback-report')}?{urlencode(query)}"
 
 
+def _focus_url(*, start, end, **filters) -> str:
+    query = {"start": start.isoformat(), "end": end.isoformat(), **{k: v for k, v in filters.items() if v}}
+    return f"{reverse('chargeback-focus')}?{urlencode(query)}"
+
+
 CHART_BY = ("team", "strategy")
 
 
@@ -86,11 +91,12 @@ def report(request):
             period=period, headers=headers, table=table, columns=columns,
             chart=_chart(request.user, start=period["start"], end=period["end"], rows=rows,
                          group_by=period["group_by"]),
-            csv_url=_csv_url(**period),
+            csv_url=_csv_url(**period), focus_url=_focus_url(start=period["start"], end=period["end"]),
             has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
             total=selectors.report_total(rows), rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
             month_so_far=_month_so_far(request.user, shown=period),
+            mismatches=selectors.allocation_mismatches(user=request.user, start=period["start"], end=period["end"]),
         )
     return render(request, "chargeback/report.html", context)
 
@@ -123,6 +129,7 @@ def team_report(request, slug):
             period=period, rows=rows, total=selectors.report_total(rows),
             chart=_chart(request.user, start=period["start"], end=period["end"], filters=filters),
             csv_url=_csv_url(team=team.slug, **period), rounding_notes=ROUNDING_NOTES,
+            focus_url=_focus_url(start=period["start"], end=period["end"], team=team.slug),
             budgets=_budget_charts(request.user, team=team),
             back_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
         )

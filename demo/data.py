@@ -146,8 +146,8 @@ def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 60
             if approve and gpu_request.status == RequestStatus.PENDING_APPROVAL:
                 request_approve(user=platform, request_id=gpu_request.pk, comment="Demo: approved.")
         gpu_request.refresh_from_db()
-        lines.append(f"demo request {team_slug}/{name}: {gpu_request.status} on {gpu_request.decision.get('cluster')}"
-                     f" ({gpu_request.decision.get('node_pool')})")
+        lines.append(f"demo request {team_slug}/{name}: {gpu_request.status} on {gpu_request.decision.cluster}"
+                     f" ({gpu_request.decision.node_pool})")
     cluster = Cluster.objects.get(name=cluster_name)
     if not MigPlan.objects.filter(cluster=cluster).exists():
         outcome = mig_plan_propose(user=platform, cluster=cluster)

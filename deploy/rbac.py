@@ -59,8 +59,11 @@ RULES: tuple[Rule, ...] = (
          ("list", "watch"), ("",), ("pods",)),
     Rule("DRA inventory: the devices the NVIDIA DRA driver publishes as ResourceSlices.",
          ("list",), ("resource.k8s.io",), ("resourceslices",)),
-    Rule("DRA inventory: which devices allocated ResourceClaims hold, to count used GPUs per node.",
+    Rule("DRA inventory and billing: which devices allocated ResourceClaims hold, to count used GPUs per node and "
+         "bill the portal's pods for what their claims got.",
          ("list",), ("resource.k8s.io",), ("resourceclaims",)),
+    Rule("Billing: DeviceTaintRules that mark devices unhealthy, so a run that failed on one is credited.",
+         ("list",), ("resource.k8s.io",), ("devicetaintrules",)),
     Rule("DRA inventory: DeviceClasses, for the extended resources they serve (DRAExtendedResource).",
          ("list",), ("resource.k8s.io",), ("deviceclasses",)),
     Rule("Each team's namespace and quota, applied before its workloads (kept on cancel: other requests live there).",
@@ -96,8 +99,9 @@ RULES: tuple[Rule, ...] = (
          "server-side applied, read back for its generation.",
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),
     Rule("Kueue admission check: the admissionChecksStrategy field of the team ClusterQueue (server-side apply of "
-         "that field only; the platform's quota stays its own).",
-         APPLY, ("kueue.x-k8s.io",), ("clusterqueues",)),
+         "that field only; the platform's quota stays its own), read first: a queue the platform has not made is "
+         "never created.",
+         (*APPLY, "get"), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Kueue admission check: list and watch Workloads in every namespace.",
          ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
     Rule("Kueue admission check: the check's Active condition and the portal's entry in Workloads' "

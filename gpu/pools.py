@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .vocabulary import DEVICE_PLUGIN
+
 
 @dataclass(frozen=True)
 class PoolSpec:
@@ -25,9 +27,12 @@ class PoolSpec:
     driver_major: int | None = None  # the driver floor the decision checks against
     nvlink_domain: str = ""
     node_selector: dict[str, str] = field(default_factory=dict)
-    scheduling_model: str = "device_plugin"  # effective: the pool's, else the cluster's
+    scheduling_model: str = DEVICE_PLUGIN  # effective: the pool's, else the cluster's
     id: int | None = None
     # DRA pools: extended resources (e.g. nvidia.com/gpu) the cluster's DeviceClasses serve from DRA devices
     # (DRAExtendedResource, on by default from Kubernetes 1.36); empty elsewhere.
     dra_extended_resources: tuple[str, ...] = ()
+    # MIG pools: does mig-manager's nvidia.com/mig.config.state mark the nodes ready (declared, else seen on every
+    # node)? None: not known. Pods require the label only where it is True (provisioning/manifests/affinity.py).
+    mig_ready_label: bool | None = None
 

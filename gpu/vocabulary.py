@@ -1,7 +1,7 @@
-"""The sharing vocabulary, defined once and free of Django: request strategies, the pool sharing modes that serve
-them, how GFD and the NVIDIA device plugin name the shared ones, and the fit check's verdicts.
-`provisioning.choices` (TextChoices), the decision function, the renderer, discovery, policy validation and
-metering all read these names.
+"""The vocabulary, defined once and free of Django: request strategies, the pool sharing modes that serve them,
+how GFD and the NVIDIA device plugin name the shared ones, scheduling models, gang backends, workload classes,
+request statuses, and the fit check's verdicts. The TextChoices (`provisioning.choices`, `intake.choices`), the
+decision function, the renderer, discovery, reconciliation, policy validation and metering all read these names.
 
 MPS is its own mode, not a kind of time-slicing (NVIDIA/k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`:
 `sharing.mps` beside `sharing.timeSlicing`; GFD writes `nvidia.com/gpu.sharing-strategy=mps`): the MPS control
@@ -34,3 +34,26 @@ SHARE_UNITS = {TIME_SLICING: "time-sliced share", MPS: "MPS share"}
 
 # The fit check's verdicts (provisioning.choices.FitVerdict): intake's approval reads them, provisioning's fit writes.
 FITS_NOW, FITS_AFTER, NEVER_FITS = "fits_now", "fits_after", "never"
+
+# How pods ask for GPUs (provisioning.choices.SchedulingModel); discovery may find a node offering both at once
+# (provisioning.choices.SchedulingModelSeen), which is a conflict.
+DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
+SCHEDULING_MODELS = (DEVICE_PLUGIN, DRA)
+
+# Gang scheduling backends a cluster declares (provisioning.choices.GangScheduler); `none` gang-schedules nothing.
+VOLCANO, KAI, KUEUE, NATIVE, NO_GANG_SCHEDULER = "volcano", "kai", "kueue", "native", "none"
+GANG_SCHEDULERS = (VOLCANO, KAI, KUEUE, NATIVE)
+GANG_BACKENDS = (*GANG_SCHEDULERS, NO_GANG_SCHEDULER)
+
+# Workload classes (intake.choices.WorkloadClass, the questionnaire's first question).
+TRAINING, INFERENCE, DEVELOPMENT = "training", "inference", "development"
+WORKLOAD_CLASSES = (TRAINING, INFERENCE, DEVELOPMENT)
+
+# Request statuses, the request state machine's names (intake.choices.RequestStatus; DESIGN.md).
+PENDING_APPROVAL, APPROVED, REJECTED = "pending_approval", "approved", "rejected"
+PROVISIONING, RUNNING, STALLED = "provisioning", "running", "stalled"
+COMPLETED, FAILED, CANCELLED = "completed", "failed", "cancelled"
+REQUEST_STATUSES = (PENDING_APPROVAL, APPROVED, REJECTED, PROVISIONING, RUNNING, STALLED, COMPLETED, FAILED, CANCELLED)
+REQUEST_TERMINAL = frozenset({REJECTED, COMPLETED, FAILED, CANCELLED})
+# Requests that hold their GPUs (and count against the team's quota) until they end.
+REQUEST_HOLDING = (APPROVED, PROVISIONING, RUNNING, STALLED)

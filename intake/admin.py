@@ -153,10 +153,10 @@ class PendingApprovalAdmin(GpuRequestAdmin):
     @admin.display(description="what they would get")
     def what(self, obj):
         decision = obj.decision
-        each = plural(decision.get("gpus_per_replica", 1), STRATEGY_WORDS.get(obj.strategy, obj.strategy))
-        profile = f" {decision['mig_profile']}" if decision.get("mig_profile") else ""
-        return (f"{plural(decision.get('replicas', 1), 'replica')} x {each} of {decision.get('gpu_model', '')}{profile}"
-                f" on {decision.get('cluster', '')}/{decision.get('node_pool', '')}")
+        each = plural(decision.gpus_per_replica, STRATEGY_WORDS.get(decision.strategy, decision.strategy))
+        profile = f" {decision.mig_profile}" if decision.mig_profile else ""
+        return (f"{plural(decision.replicas, 'replica')} x {each} of {decision.gpu_model}{profile}"
+                f" on {decision.cluster}/{decision.node_pool}")
 
     @admin.display(description="")
     def review(self, obj):

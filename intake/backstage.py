@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .decisions import Decision
+
 ENTITY_API_VERSION = "backstage.io/v1alpha1"
 TEMPLATE_API_VERSION = "scaffolder.backstage.io/v1beta3"
 ENTITY_TYPE = "gpu-allocation"
@@ -48,7 +50,7 @@ def request_entity(
     status: str,
     strategy: str,
     workload_class: str,
-    decision: dict,
+    decision: Decision,
     policy_version: int,
     rule_key: str,
     requested_by: str,
@@ -64,9 +66,9 @@ def request_entity(
         f"{LABEL_DOMAIN}/policy-version": str(policy_version),
         f"{LABEL_DOMAIN}/rule": rule_key or "platform default",
         f"{LABEL_DOMAIN}/requested-by": requested_by,
-        f"{LABEL_DOMAIN}/cluster": str(decision.get("cluster", "")),
-        f"{LABEL_DOMAIN}/node-pool": str(decision.get("node_pool", "")),
-        f"{LABEL_DOMAIN}/gpu-equivalents": str(decision.get("gpu_equivalents", "")),
+        f"{LABEL_DOMAIN}/cluster": decision.cluster,
+        f"{LABEL_DOMAIN}/node-pool": decision.node_pool,
+        f"{LABEL_DOMAIN}/gpu-equivalents": str(decision.gpu_equivalents),
     }
     spec: dict[str, Any] = {"type": ENTITY_TYPE, "owner": f"group:{group_namespace}/{team}"}
     if system:
@@ -78,7 +80,7 @@ def request_entity(
             "name": entity_name(team=team, name=name, request_id=request_id),
             "namespace": namespace,
             "title": f"{team}/{name}",
-            "description": decision.get("summary", ""),
+            "description": decision.summary,
             "labels": {
                 f"{LABEL_DOMAIN}/status": status,
                 f"{LABEL_DOMAIN}/strategy": strategy,

@@ -1,10 +1,12 @@
 from django.db import models
 
+from gpu import vocabulary as v
+
 
 class WorkloadClass(models.TextChoices):
-    TRAINING = "training", "Training"
-    INFERENCE = "inference", "Inference"
-    DEVELOPMENT = "development", "Development"
+    TRAINING = v.TRAINING, "Training"
+    INFERENCE = v.INFERENCE, "Inference"
+    DEVELOPMENT = v.DEVELOPMENT, "Development"
 
 
 class Tenancy(models.TextChoices):
@@ -51,15 +53,17 @@ class PolicyStatus(models.TextChoices):
 
 
 class RequestStatus(models.TextChoices):
-    PENDING_APPROVAL = "pending_approval", "Pending approval"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
-    PROVISIONING = "provisioning", "Provisioning"
-    RUNNING = "running", "Running"
-    STALLED = "stalled", "Stalled"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    """The request state machine's statuses (names from `gpu.vocabulary`, which reconciliation reads too)."""
+
+    PENDING_APPROVAL = v.PENDING_APPROVAL, "Pending approval"
+    APPROVED = v.APPROVED, "Approved"
+    REJECTED = v.REJECTED, "Rejected"
+    PROVISIONING = v.PROVISIONING, "Provisioning"
+    RUNNING = v.RUNNING, "Running"
+    STALLED = v.STALLED, "Stalled"
+    COMPLETED = v.COMPLETED, "Completed"
+    FAILED = v.FAILED, "Failed"
+    CANCELLED = v.CANCELLED, "Cancelled"
 
 
 class RequestOrigin(models.TextChoices):
@@ -70,12 +74,10 @@ class RequestOrigin(models.TextChoices):
     CLUSTER = "cluster", "Found in the cluster"
 
 
-REQUEST_TERMINAL = frozenset(
-    {RequestStatus.REJECTED, RequestStatus.COMPLETED, RequestStatus.FAILED, RequestStatus.CANCELLED}
-)
+REQUEST_TERMINAL = frozenset(RequestStatus(status) for status in v.REQUEST_TERMINAL)
 REQUEST_ACTIVE = frozenset(set(RequestStatus) - REQUEST_TERMINAL)
 # Requests that hold their GPUs (and count against the team's quota) until they end.
-REQUEST_HOLDING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.RUNNING, RequestStatus.STALLED)
+REQUEST_HOLDING = tuple(RequestStatus(status) for status in v.REQUEST_HOLDING)
 
 # The request state machine (DESIGN.md). The one table every transition is checked against.
 REQUEST_TRANSITIONS: dict[str, frozenset[str]] = {

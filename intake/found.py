@@ -21,7 +21,7 @@ from gpu.catalogue import Catalogue
 
 from . import events, hooks
 from .choices import RequestOrigin, RequestStatus
-from .decisions import REVIEW, summarise
+from .decisions import REVIEW, Decision, summarise
 from .models import GpuRequest
 from .services import request_evaluate
 
@@ -101,14 +101,11 @@ def cluster_user():
     return user
 
 
-def _held_for_review(decision: dict) -> dict:
+def _held_for_review(decision: Decision) -> Decision:
     """The decision with automatic approval withdrawn: found work always waits for the platform team."""
     text = f"Found in the cluster, not submitted to the portal: it is never approved automatically. {REVIEW}"
-    held = {**decision, "auto_approve": False,
-            "review_reasons": [*decision.get("review_reasons", ()), "FoundInCluster"],
-            "reasons": [{**r, "text": text} if r["field"] == "approval" else r for r in decision["reasons"]]}
-    held["summary"] = summarise(held, None)
-    return held
+    held = decision.held_for_review(code="FoundInCluster", text=text)
+    return dataclasses.replace(held, summary=summarise(held, None))
 
 
 @transaction.atomic
@@ -129,8 +126,8 @@ def request_found_in_cluster(*, team: Team, cluster_name: str, name: str, found:
             gpu_request = GpuRequest.objects.create(
                 team=team, name=name, answers=evaluation.answers.values,
                 defaulted_answers=sorted(evaluation.answers.defaulted), decision=decision,
-                policy_version=evaluation.policy_version, rule_key=decision["rule"] or "",
-                workload_class=evaluation.answers.values["workload_class"], strategy=decision["strategy"],
+                policy_version=evaluation.policy_version, rule_key=decision.rule or "",
+                workload_class=evaluation.answers.values["workload_class"], strategy=decision.strategy,
                 requested_by=cluster_user(), origin=RequestOrigin.CLUSTER,
             )
     except IntegrityError:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from django.db.models import QuerySet
 
-    from .decisions import Inventory
+    from .decisions import Decision, Inventory
     from .models import GpuRequest
 
 
@@ -173,7 +173,7 @@ def decision_gate_reads(*, team) -> dict[str, ScalarSql]:
     return {known.name: known.reads(team=team) for known in DECISION_GATES if known.reads is not None}
 
 
-def decision_gated(*, team, decision: dict, answers: dict, read: dict | None = None) -> dict:
+def decision_gated(*, team, decision: Decision, answers: dict, read: dict | None = None) -> Decision:
     """The decision through every gate in turn. `read` holds what `decision_gate_reads` named, as read; a gate whose
     value is not in it looks it up itself."""
     for known in DECISION_GATES:

@@ -1,4 +1,4 @@
-"""Leases on grants: a request's decision may carry a lease (`decision["lease"]`, from the policy or the answer);
+"""Leases on grants: a request's decision may carry a lease (`decision.lease`, from the policy or the answer);
 it starts when the request is approved, its owner extends it within the policy's maximum, a reminder goes out
 before it ends (once per expiry), and at expiry the request is cancelled through the normal path, which tears its
 objects down, with the reason recorded (`LeaseExpired`)."""
@@ -30,10 +30,10 @@ def _hours(delta: timedelta) -> str:
 
 def lease_start(gpu_request: GpuRequest, *, now: datetime) -> bool:
     """At approval: the lease runs from now for the decided hours. Returns whether the request has one."""
-    lease = (gpu_request.decision or {}).get("lease")
+    lease = gpu_request.decision.lease
     if not lease:
         return False
-    gpu_request.lease_expires_at = now + timedelta(hours=lease["hours"])
+    gpu_request.lease_expires_at = now + timedelta(hours=lease.hours)
     return True
 
 
@@ -59,7 +59,7 @@ def lease_extend(*, user, request_id: int, hours: float, now: datetime | None = 
     if not isinstance(hours, (int, float)) or isinstance(hours, bool) or hours <= 0:
         raise InvalidInput("Give the hours to add, a number above 0.", field="hours")
     new_expiry = max(gpu_request.lease_expires_at, now) + timedelta(hours=hours)
-    maximum = gpu_request.decision["lease"].get("max_hours")
+    maximum = gpu_request.decision.lease.max_hours
     if maximum is not None and new_expiry - now > timedelta(hours=maximum):
         room = max(timedelta(0), timedelta(hours=maximum) - (gpu_request.lease_expires_at - now))
         raise InvalidInput(

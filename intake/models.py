@@ -16,6 +16,7 @@ from .choices import (
     RequestStatus,
     RuleKind,
 )
+from .fields import DecisionField
 
 
 class PolicyVersion(models.Model):
@@ -93,7 +94,7 @@ class GpuRequest(models.Model):
     )
     answers = models.JSONField(help_text="answers with defaults filled in")
     defaulted_answers = models.JSONField(default=list, blank=True, help_text="answers that took their default")
-    decision = models.JSONField(help_text="the placement decision as it was made (snapshot)")
+    decision = DecisionField(help_text="the placement decision as it was made (snapshot; intake.decisions.Decision)")
     policy_version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="requests")
     rule_key = models.CharField(max_length=63, blank=True, help_text="route that decided; blank = platform default")
     # Denormalised from answers/decision for filtering and reporting without JSON lookups.

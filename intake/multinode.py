@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gpu import gangapi
 
+from .decisions.decision import MultiNode
 from .words import GANG_BACKEND_WORDS
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Inventory, *, needs_gang: bool,
-                        fabric_isolation: str, reasons: Reasons) -> dict | None:
+                        fabric_isolation: str, reasons: Reasons) -> MultiNode | None:
     """How a multi-pod job fails, where it is packed, and whether it gets a ComputeDomain; with the reasons.
     The renderer derives the same from the cluster's settings (gpu/gangapi.py)."""
     multinode_nvlink = inventory.catalogue.model(pool.gpu_model).multinode_nvlink and bool(pool.nvlink_domain)
@@ -35,21 +36,32 @@ def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Invento
                                    "ranks holding GPUs while they wait for it. Resubmit after a failure, or ask the "
                                    "platform team for JobSet.", source="cluster")
         key, name = cluster.gang_topology_key, cluster.gang_topology_name
-        if (key or name) and not gangapi.topology_refusal(cluster.gang_scheduler, cluster.minor, key, name,
-                                                          cluster.feature_gates):
+        refusal = gangapi.topology_refusal(cluster.gang_scheduler, cluster.minor, key, name, cluster.feature_gates,
+                                           dra=pool.scheduling_model == "dra")
+        if (key or name) and not refusal:
             topology = key or name
             words = gangapi.topology_words(cluster.gang_scheduler, key, name)
             reasons.add("topology", f"The gang is packed into one domain: {words}, as the platform team set for "
                                     f"{cluster.name}.", source="cluster")
         else:
+            backend = GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)
+            why = (f"its topology is not used here: {refusal[1]}" if refusal else
+                   f"{cluster.name} declares no gang topology that {backend} can honour")
             reasons.add("topology", f"The gang is not packed into one NVLink domain or rack by the scheduler: "
-                                    f"{cluster.name} declares no gang topology that "
-                                    f"{GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} "
-                                    "can honour.", source="cluster")
+                                    f"{why}.", source="cluster")
+    may_stall = False
     if compute_domain:
         why = ("its pods span nodes of one NVLink domain" if needs_gang
                else "tenant-exclusive fabric isolation gives your team its own IMEX domain")
-        reasons.add("compute_domain", f"{pool.gpu_model} NVLink reaches across nodes, and {why}: the request gets a "
-                                      "ComputeDomain of its own (IMEX channel per pod) and stays inside one "
-                                      "nvidia.com/gpu.clique.", source="cluster")
-    return {"restart": restart, "topology": topology, "compute_domain": compute_domain}
+        text = (f"{pool.gpu_model} NVLink reaches across nodes, and {why}: the request gets a ComputeDomain of its "
+                "own (IMEX channel per pod) and stays inside one nvidia.com/gpu.clique.")
+        # Required pod affinity on the clique follows the first pod wherever it lands, and reserves nothing for the
+        # others: without a topology-aware gang the rest may find that clique full and wait there.
+        may_stall = needs_gang and topology is None
+        if may_stall:
+            text += (f" Warning: placement can stall. {cluster.name} has no topology-aware gang for multi-node NVLink "
+                     "(KAI topology, Volcano HyperNode, the native topology on 1.37, Kueue TAS on device-plugin "
+                     "pools), so the first pod may land in any clique and nothing holds room there for the others; "
+                     "they wait until that clique frees up. Ask the platform team to declare the gang topology.")
+        reasons.add("compute_domain", text, source="cluster")
+    return MultiNode(restart=restart, topology=topology, compute_domain=compute_domain, placement_may_stall=may_stall)

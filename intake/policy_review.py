@@ -60,7 +60,7 @@ def _evaluate(answers: Answers, spec, inventory) -> dict:
         decision = decide(answers, spec, inventory)
     except PlacementImpossible as exc:
         return {"refused": exc.message}
-    return {key: decision.get(key) for key in COMPARED_FIELDS}
+    return decision.to_json(only=COMPARED_FIELDS)
 
 
 def rules_diff(before: dict[str, dict], after: dict[str, dict]) -> list[dict]:

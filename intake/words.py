@@ -6,10 +6,12 @@ the TextChoices and the questionnaire, so every vocabulary is looked up in one p
 """
 from __future__ import annotations
 
-SCHEDULING_MODEL_WORDS = {"device_plugin": "device plugin", "dra": "DRA (Dynamic Resource Allocation)",
-                          "both": "both device plugin and DRA"}
-GANG_BACKEND_WORDS = {"volcano": "Volcano", "kai": "KAI Scheduler", "kueue": "Kueue",
-                      "native": "the Kubernetes Workload API", "none": "no gang scheduler"}
+from gpu.vocabulary import BOTH, DEVICE_PLUGIN, DRA, KAI, KUEUE, NATIVE, NO_GANG_SCHEDULER, VOLCANO
+
+SCHEDULING_MODEL_WORDS = {DEVICE_PLUGIN: "device plugin", DRA: "DRA (Dynamic Resource Allocation)",
+                          BOTH: "both device plugin and DRA"}
+GANG_BACKEND_WORDS = {VOLCANO: "Volcano", KAI: "KAI Scheduler", KUEUE: "Kueue", NATIVE: "the Kubernetes Workload API",
+                      NO_GANG_SCHEDULER: "no gang scheduler"}
 MEMORY_ISOLATION_WORDS = {"none": "none (memory is shared)", "hardware": "hardware (MIG)",
                           "limited": "limited (an MPS client limit, not hardware)",
                           "exclusive": "exclusive (whole GPU)"}
@@ -18,6 +20,7 @@ FABRIC_ISOLATION_WORDS = {"shared": "shared NVLink fabric", "tenant_exclusive": 
 DECISION_FIELD_WORDS = {
     "strategy": "Sharing strategy", "gpu_model": "GPU model", "mig_profile": "MIG profile",
     "node_pool": "Node pool", "cluster": "Cluster", "scheduling_model": "Scheduling model",
+    "mig_readiness": "MIG readiness",
     "memory_isolation": "Memory isolation", "fabric_isolation": "Fabric isolation", "gang": "Gang scheduling",
     "driver": "NVIDIA driver", "lease": "Lease", "approval": "Approval", "request": "Request", "answers": "Answers",
     "team": "Team", "name": "Name", "restart": "If a rank fails", "topology": "Packed into",

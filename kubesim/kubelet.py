@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesim import kueue
+from kubesim import dra, kueue
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
@@ -215,8 +215,7 @@ class Simulation:
         used = used_on_nodes(pods)
         pending = [p for p in pods if not p["spec"].get("nodeName") and p["status"].get("phase") == "Pending"]
         stalls = {id(p) for p in pending if (g := self._gang_owner(p, jobs)) and g[1] and self.scenario.stalls(g[0])}
-        # A stalled last rank goes after every other pod (its gang's first ranks among them); someone else's pod
-        # then takes just enough of each node that would take it: the scheduler and the inventory agree.
+        # A stalled last rank goes last; someone else's pod takes just enough of each node that would take it.
         for pod in sorted(pending, key=lambda p: (id(p) in stalls, p["metadata"].get("creationTimestamp", ""))):
             if id(pod) in stalls:
                 for node in nodes:
@@ -224,17 +223,19 @@ class Simulation:
                         self._hold_for_stall(pod, node, used, now)
                 self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
                 continue
-            node = pick_node(pod, nodes, used)
+            node = pick_node(pod, candidates := dra.feasible(self.fake, pod, nodes), used)
             if node is None:
-                self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
+                message = unschedulable_message(pod, nodes, used) if candidates else dra.no_devices_message(len(nodes))
+                self._unschedulable(pod, message, now)
                 continue
             held = used.setdefault(node, {})
             for resource, count in {**pod_requests(pod), "pods": 1}.items():
                 held[resource] = held.get(resource, 0) + count
+            claims = {"resourceClaimStatuses": dra.bind_claims(self.fake, pod, node)} if dra.uses_claims(pod) else {}
             self.fake.patch("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], {
                 "spec": {"nodeName": node},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                           "lastTransitionTime": _stamp(now)}]},
+                                           "lastTransitionTime": _stamp(now)}], **claims},
             })
 
     def _hold_for_stall(self, pod: Mapping[str, Any], node: Mapping[str, Any], used: dict, now: float) -> None:
@@ -242,8 +243,7 @@ class Simulation:
         held = used.setdefault(name, {})
         free = {r: allocatable(node).get(r, 0) - held.get(r, 0) - (n - 1) for r, n in pod_requests(pod).items()}
         self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=_stamp(now)))
-        for resource, count in {**free, "pods": 1}.items():
-            held[resource] = held.get(resource, 0) + count
+        held.update({r: held.get(r, 0) + n for r, n in {**free, "pods": 1}.items()})
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str, now: float) -> None:
         current = _condition(pod, "PodScheduled")

@@ -21,6 +21,22 @@ Shapes follow kubernetes-sigs/kueue v0.19.2:
   without resourceGroups reserves whatever is asked (the admission check tests need no quota).
 - A Rejected check deactivates the Workload (`spec.active: false`, `pkg/controller/core/workload_controller.go`
   reconcileCheckBasedEviction, reason AdmissionCheckRejected); the Job stays suspended, so no pod ever starts.
+- A `Retry` check evicts a Workload holding quota (`pkg/controller/core/workload_controller.go`
+  reconcileCheckBasedEviction, `pkg/workload/evict/evict.go`): condition `Evicted` True, reason `AdmissionCheck`,
+  its quota released, its Job suspended again, and every check reset to `Pending` ("Reset to Pending after
+  eviction. Previously: Retry", `retryCount` + 1); the scheduler skips a Workload while a check is `Retry` or
+  `Rejected` (`pkg/scheduler/scheduler.go` nominate). Quota is reserved before the checks run, so a check that
+  waits (`Pending`) holds quota meanwhile.
+- The admission gate (KEP-6915, `kueue.x-k8s.io/admission-gated-by`, `pkg/constants/constants.go`; beta and on by
+  default in 0.19, `pkg/features/kube_features.go` AdmissionGatedBy): the Job's annotation is copied to its
+  Workload (`pkg/controller/jobframework/reconciler.go` UpdateAdmissionGatedBy); a gated Workload is not
+  admissible (`pkg/workload/workload.go` IsAdmissible) and reserves no quota, with `QuotaReserved` False, reason
+  `AdmissionGated`, "Admission is gated by: <value>"; once the annotation is removed the condition turns to reason
+  `Pending`, "AdmissionGated cleared, waiting for quota reservation" (workload_controller.go
+  mayUpdateConditionForAdmissionGatedBy; `Pending` is the reason while UnadmittedWorkloadsObservability is off, its
+  0.19 default) and the Workload queues for quota like any other.
+- Kueue's Job webhook suspends a Job created into a queue (`pkg/controller/jobs/job/job_webhook.go`): the fake
+  API server does it on create (`suspend_queued_job`), so pods never start before admission.
 - Quota reserved and all checks Ready: condition `Admitted` True and the Job unsuspended.
 - The Job Complete (or Failed): condition `Finished` True, reason `Succeeded` (or `Failed`); a finished Workload
   holds no quota.
@@ -38,6 +54,7 @@ from kubesim.scheduler import pod_requests
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GATE_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
@@ -81,6 +98,8 @@ def workload_for(fake, live_job: dict[str, Any], now: float | None = None) -> di
             "name": workload_name(meta["name"], meta["uid"]),
             "namespace": meta["namespace"],
             "labels": {JOB_UID_LABEL: meta["uid"]},
+            **({"annotations": {GATE_ANNOTATION: gate}} if (gate := (meta.get("annotations") or {}).get(
+                GATE_ANNOTATION)) else {}),
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
                                  "controller": True, "blockOwnerDeletion": True}],
         },
@@ -142,12 +161,80 @@ def _nominal(cluster_queue: dict[str, Any]) -> dict[str, tuple[str, int]]:
     return quota
 
 
+def suspend_queued_job(job: dict[str, Any]) -> None:
+    """Kueue's Job webhook on create: a Job of a queue starts suspended (the API server calls this)."""
+    if QUEUE_LABEL in ((job.get("metadata") or {}).get("labels") or {}) and isinstance(job.get("spec"), dict):
+        job["spec"]["suspend"] = True
+
+
 def _integrate_jobs(fake, now: float | None) -> None:
-    """Kueue's Job reconciler: a Workload for every queued Job that has none (the portal's applied Jobs)."""
-    owned = {ref.get("uid") for w in fake.find(KUEUE, "Workload") for ref in w["metadata"].get("ownerReferences") or []}
+    """Kueue's Job reconciler: a Workload for every queued Job that has none (the portal's applied Jobs), and the
+    Job's admission gate copied to its Workload."""
+    workloads = {ref.get("uid"): w for w in fake.find(KUEUE, "Workload")
+                 for ref in w["metadata"].get("ownerReferences") or []}
     for job in fake.find("batch/v1", "Job"):
-        if QUEUE_LABEL in (job["metadata"].get("labels") or {}) and job["metadata"]["uid"] not in owned:
+        meta = job["metadata"]
+        if QUEUE_LABEL not in (meta.get("labels") or {}):
+            continue
+        workload = workloads.get(meta["uid"])
+        if workload is None:
             workload_for(fake, job, now)
+            continue
+        gate = (meta.get("annotations") or {}).get(GATE_ANNOTATION) or None
+        if (workload["metadata"].get("annotations") or {}).get(GATE_ANNOTATION) != gate:
+            fake.patch(KUEUE, "Workload", workload["metadata"]["name"], meta["namespace"],
+                       {"metadata": {"annotations": {GATE_ANNOTATION: gate}}})
+
+
+def _gated(workload: dict[str, Any]) -> bool:
+    return bool((workload["metadata"].get("annotations") or {}).get(GATE_ANNOTATION))
+
+
+def _states(workload: dict[str, Any]) -> set[str]:
+    return {check.get("state") for check in (workload.get("status") or {}).get("admissionChecks") or []}
+
+
+def _gate(fake, workloads: list[dict[str, Any]], at: str) -> None:
+    """mayUpdateConditionForAdmissionGatedBy: say when a Workload becomes gated, and when its gate is cleared."""
+    for workload in workloads:
+        reason = (_conditions(workload).get("QuotaReserved") or {}).get("reason")
+        if _gated(workload) and reason != "AdmissionGated" and not _true(workload, "QuotaReserved"):
+            gate = workload["metadata"]["annotations"][GATE_ANNOTATION]
+            _set_condition(fake, workload, {"type": "QuotaReserved", "status": "False", "reason": "AdmissionGated",
+                                            "message": f"Admission is gated by: {gate}", "lastTransitionTime": at})
+        elif not _gated(workload) and reason == "AdmissionGated":
+            _set_condition(fake, workload, {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                            "message": "AdmissionGated cleared, waiting for quota reservation",
+                                            "lastTransitionTime": at})
+
+
+def _evict_for_retry(fake, workloads: list[dict[str, Any]], at: str) -> None:
+    """A Retry check evicts a Workload holding quota: quota released, Job suspended, checks reset to Pending."""
+    for workload in workloads:
+        if "Retry" not in _states(workload) or not _true(workload, "QuotaReserved"):
+            continue
+        meta, status = workload["metadata"], workload.get("status") or {}
+        retry = [c for c in status.get("admissionChecks") or [] if c.get("state") == "Retry"]
+        message = "Evicted due to AdmissionCheck in Retry state: " + "; ".join(
+            f"{c['name']}: {c.get('message', '')}" for c in retry)
+        checks = [c if c.get("state") == "Pending" else {
+            "name": c["name"], "state": "Pending", "lastTransitionTime": at,
+            "message": f"Reset to Pending after eviction. Previously: {c.get('state')}",
+            **({"retryCount": int(c.get("retryCount") or 0) + 1} if c.get("state") == "Retry" else {})}
+            for c in status.get("admissionChecks") or []]
+        conditions = {**_conditions(workload),
+                      "Evicted": {"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": message,
+                                  "lastTransitionTime": at},
+                      "QuotaReserved": {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+                                        "message": message, "lastTransitionTime": at}}
+        if "Admitted" in conditions:
+            conditions["Admitted"] = {"type": "Admitted", "status": "False", "reason": "NoReservation",
+                                      "message": "The workload has no reservation", "lastTransitionTime": at}
+        fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"], {"status": {
+            "conditions": list(conditions.values()), "admissionChecks": checks, "admission": None}})
+        owner = next(iter(meta.get("ownerReferences") or []), None)
+        if owner and owner["kind"] == "Job":
+            fake.patch("batch/v1", "Job", owner["name"], meta["namespace"], {"spec": {"suspend": True}})
 
 
 def _finish(fake, workloads: list[dict[str, Any]], at: str) -> None:
@@ -184,7 +271,7 @@ def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str) -> None:
             used[queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]] += \
                 _demand(workload)
     waiting = [w for w in workloads if not _true(w, "QuotaReserved") and not _true(w, "Finished")
-               and w["spec"].get("active", True)]
+               and w["spec"].get("active", True) and not _gated(w) and not _states(w) & {"Retry", "Rejected"}]
     waiting.sort(key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
     for workload in waiting:
         name = queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]
@@ -203,6 +290,11 @@ def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str) -> None:
                            f"in flavor {flavor}, {more} more needed"})
             continue
         used[name] += demand
+        evicted = _conditions(workload).get("Evicted")
+        if evicted and evicted.get("status") == "True":  # SetQuotaReservation: the eviction is over
+            _set_condition(fake, workload, {"type": "Evicted", "status": "False", "reason": "QuotaReserved",
+                                            "message": f"Previously: {evicted.get('message', '')}",
+                                            "lastTransitionTime": at})
         admission = {"clusterQueue": name, "podSetAssignments": [
             {"name": ps.get("name", "main"), "count": int(ps.get("count", 1)),
              "flavors": {r: nominal[r][0] for r in demand if r in nominal},
@@ -221,7 +313,12 @@ def step(fake, now: float | None = None) -> None:
     _integrate_jobs(fake, now)
     workloads = fake.find(KUEUE, "Workload")
     _finish(fake, workloads, at)
+    _evict_for_retry(fake, workloads, at)
+    workloads = fake.find(KUEUE, "Workload")
+    _gate(fake, workloads, at)
+    workloads = fake.find(KUEUE, "Workload")
     _reserve_quota(fake, workloads, at)
+    workloads = fake.find(KUEUE, "Workload")
     for workload in workloads:
         meta, status = workload["metadata"], workload.get("status") or {}
         states = {check["state"] for check in status.get("admissionChecks") or []}
@@ -234,7 +331,7 @@ def step(fake, now: float | None = None) -> None:
                 "conditions": [*conditions.values(), {"type": "Evicted", "status": "True",
                                                       "reason": "DeactivatedDueToAdmissionCheck", "message": message,
                                                       "lastTransitionTime": at}]}})
-        elif states <= {"Ready"} and _true(workload, "QuotaReserved") and "Admitted" not in conditions:
+        elif states <= {"Ready"} and _true(workload, "QuotaReserved") and not _true(workload, "Admitted"):
             _set_condition(fake, workload, {"type": "Admitted", "status": "True", "reason": "Admitted",
                                             "message": "The workload is admitted", "lastTransitionTime": at})
             if owner and owner["kind"] == "Job":

@@ -11,11 +11,12 @@ import uuid
 from typing import Any
 
 from gpu.catalogue import load_catalogue, sanitise_product
+from provisioning import contract
 
 KUBELET = "v1.35.2"
 H100_CLIQUE = "7b968a6d-0c2e-4b1a-9c51-2f0e8d1b7e11.1"
 B200_CLIQUE = "c0ffee00-1111-2222-3333-444455556666.1"
-POOL_LABEL = "gpu-portal.io/pool"
+POOL_LABEL = contract.DEFAULT_POOL_LABEL
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
@@ -351,9 +352,9 @@ def gpu_pod(
     claims: list[str] | None = None,
 ) -> dict[str, Any]:
     """A pod asking for NVIDIA extended resources (or DRA claims), bound to `node` (None: Pending, unscheduled)."""
-    labels = {"app.kubernetes.io/managed-by": "gpu-portal", "gpu-portal.io/team": team} if request_id else {}
+    labels = contract.selector_for_request(request_id, contract.DEFAULT_LABEL_DOMAIN) if request_id else {}
     if request_id:
-        labels["gpu-portal.io/request-id"] = str(request_id)
+        labels[contract.domain_key(contract.DEFAULT_LABEL_DOMAIN, contract.TEAM)] = team
     limits = {k: str(v) for k, v in (resources or {}).items()}
     container: dict[str, Any] = {"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
                                  "resources": {"limits": limits, "requests": dict(limits)} if limits else {}}

@@ -192,6 +192,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_MIG_EQUIVALENTS": {"section": "chargeback", "meaning": "a MIG slice in GPU equivalents: `compute` "
                                    "(its compute slices / the GPU's) or `memory` (its memory fraction)"},
     "CHARGEBACK_MAX_REPORT_DAYS": {"section": "chargeback", "meaning": "longest report period the API accepts"},
+    "CHARGEBACK_FOCUS_PROVIDER": {"section": "chargeback",
+                                  "meaning": "who bills in the FOCUS export (its Provider, Publisher and InvoiceIssuer)"},
     # logs and metrics
     "LOG_FORMAT": {"section": "ops", "meaning": "`plain` or `json` (one JSON object per line, gunicorn's lines "
                    "too; the image sets `json`)"},
@@ -260,6 +262,8 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_COLLECT_SECONDS": {"meaning": "with the simulated cluster, `./scripts/demo` sets it to 60 when unset "
                                               "(usage collected at demo pace)"},
     "SIM_PORT": {"meaning": "the loopback port of the simulated cluster's API server in `./scripts/demo`"},
+    "KUEUE_SIM_PORT": {"meaning": "the loopback port of the demo's second simulated cluster, gpu-kueue (Kueue with "
+                                  "the portal's admission check), in `./scripts/demo` (default: `SIM_PORT` + 100)"},
     "PLATFORM_NOTIFICATION_EMAIL": {"meaning": "`./scripts/demo` sets it to `platform-team@example.com` when unset, so "
                                                "the stalled gang's notice goes somewhere (printed in "
                                                "`var/log/worker.log` by development mode's console e-mail backend)"},

@@ -290,6 +290,8 @@ PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_RECONFIG
 # longest report window the API accepts.
 CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
 CHARGEBACK_MAX_REPORT_DAYS = int(os.environ.get("CHARGEBACK_MAX_REPORT_DAYS", "400"))
+# Who bills in the FOCUS export: its Provider, Publisher and InvoiceIssuer columns.
+CHARGEBACK_FOCUS_PROVIDER = os.environ.get("CHARGEBACK_FOCUS_PROVIDER", "GPU Golden Path Portal")
 
 # Logs: plain text by default (development server), one JSON object per line with LOG_FORMAT=json. Both carry
 # the request id (portal.request_context) in web requests and in the Celery tasks they dispatch.

@@ -29,6 +29,7 @@ from intake.models import GpuRequest
 from portal.models import Team
 
 from gpu.catalogue import load_catalogue
+from . import contract
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -37,6 +38,7 @@ from .kube.workloads import (
     patch_admission_check_conditions,
     patch_workload_checks,
     read_admission_check,
+    read_cluster_queue,
     watch_workloads,
 )
 from .manifests.admission import (
@@ -52,8 +54,9 @@ from .manifests.admission import (
     workload_owner,
     workload_pod_labels,
 )
-from .manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from .contract import MANAGED_BY, MANAGED_BY_KEY
 from .manifests.names import k8s_name, request_base_name, team_namespace
+from .manifests.team import DEFAULT_CLUSTER_QUEUE
 from .models import AdmissionWorkload, Cluster
 
 logger = logging.getLogger(__name__)
@@ -81,12 +84,23 @@ def _now() -> str:
     return timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def admission_check_install(*, kube: KubeClient, cluster: Cluster) -> None:
+def admission_check_install(*, kube: KubeClient, cluster: Cluster) -> str:
     """Apply the AdmissionCheck and the team ClusterQueue's admissionChecksStrategy (server-side apply: only that
-    field is the portal's), and say the check is Active, as Kueue expects of its controller."""
+    field is the portal's), and say the check is Active, as Kueue expects of its controller. The ClusterQueue is
+    read first and left alone when the cluster has none: server-side apply would create it, empty (no
+    resourceGroups, no namespaceSelector), and an empty queue admits nothing. Returns why it was left alone, or ""."""
     labels = {MANAGED_BY_KEY: MANAGED_BY}
     applier = KubernetesApplier(kube.connection, client=kube, label_domain=settings.PORTAL_LABEL_DOMAIN)
-    applier.apply([build_admission_check(labels), build_cluster_queue_check(cluster.gang_queue, labels)])
+    queue = cluster.gang_queue or DEFAULT_CLUSTER_QUEUE
+    missing = ""
+    if read_cluster_queue(kube, queue) is None:
+        missing = (f"ClusterQueue {queue} does not exist on {cluster.name}, and the portal never creates one: the "
+                   "platform team creates it with its quota"
+                   + ("" if cluster.gang_queue else " (or names its own in the cluster's gang_queue)")
+                   + "; until then Kueue admits nothing from the teams' LocalQueues.")
+        applier.apply([build_admission_check(labels)])
+    else:
+        applier.apply([build_admission_check(labels), build_cluster_queue_check(cluster.gang_queue, labels)])
     check = read_admission_check(kube, ADMISSION_CHECK_NAME)
     generation = check["metadata"].get("generation", 1)
     conditions = (check.get("status") or {}).get("conditions") or []
@@ -94,13 +108,15 @@ def admission_check_install(*, kube: KubeClient, cluster: Cluster) -> None:
     if active.get("status") != "True" or active.get("observedGeneration") != generation:
         others = [c for c in conditions if c.get("type") != "Active"]
         patch_admission_check_conditions(kube, check, [*others, active_condition(generation, _now())])
+    return missing
 
 
 def _portal_request(namespace: str, owner_name: str, labels: dict) -> tuple[GpuRequest | None, str]:
     """The request the portal rendered this work for, or (None, why it is not one) when its labels lie."""
-    request_id = labels.get(f"{settings.PORTAL_LABEL_DOMAIN}/request-id", "")
-    gpu_request = (GpuRequest.objects.select_related("team").filter(pk=int(request_id), origin=RequestOrigin.PORTAL)
-                   .first() if request_id.isdigit() else None)
+    request_id = contract.bound_request_id(
+        contract.pod_identity({"metadata": {"namespace": namespace, "labels": labels}}, settings.PORTAL_LABEL_DOMAIN))
+    gpu_request = (GpuRequest.objects.select_related("team").filter(pk=request_id, origin=RequestOrigin.PORTAL)
+                   .first() if request_id else None)
     if (gpu_request is None or team_namespace(gpu_request.team.slug) != namespace
             or not owner_name.startswith(request_base_name(gpu_request.name, gpu_request.pk))):
         return None, (f"It carries the GPU portal's labels (request {request_id or 'unnamed'}) but is not an object "
@@ -206,7 +222,9 @@ def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: Kube
     own_client = kube is None
     try:
         kube = kube or KubeClient(cluster_connection(cluster))
-        admission_check_install(kube=kube, cluster=cluster)
+        missing = admission_check_install(kube=kube, cluster=cluster)
+        if missing:
+            run.status, run.message = "error", missing
         snapshot = list_workloads(kube)
         for workload in snapshot.workloads:
             _reconcile_quietly(kube, cluster, workload, run)

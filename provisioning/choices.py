@@ -31,16 +31,16 @@ class MigStrategy(models.TextChoices):
 
 
 class SchedulingModel(models.TextChoices):
-    DEVICE_PLUGIN = "device_plugin", "Device plugin (extended resources)"
-    DRA = "dra", "Dynamic Resource Allocation (resource.k8s.io/v1)"
+    DEVICE_PLUGIN = v.DEVICE_PLUGIN, "Device plugin (extended resources)"
+    DRA = v.DRA, "Dynamic Resource Allocation (resource.k8s.io/v1)"
 
 
 class GangScheduler(models.TextChoices):
-    VOLCANO = "volcano", "Volcano"
-    KAI = "kai", "NVIDIA KAI Scheduler"
-    KUEUE = "kueue", "Kueue"
-    NATIVE = "native", "Kubernetes Workload API"
-    NONE = "none", "None"
+    VOLCANO = v.VOLCANO, "Volcano"
+    KAI = v.KAI, "NVIDIA KAI Scheduler"
+    KUEUE = v.KUEUE, "Kueue"
+    NATIVE = v.NATIVE, "Kubernetes Workload API"
+    NONE = v.NO_GANG_SCHEDULER, "None"
 
 
 class Applier(models.TextChoices):
@@ -87,9 +87,9 @@ class SchedulingModelSeen(models.TextChoices):
     """How a node hands out GPUs, as discovery saw it. `both` is a conflict: the device plugin and the NVIDIA DRA
     GPU plugin must not manage the same node (reference §4.5)."""
 
-    DEVICE_PLUGIN = "device_plugin", "Device plugin (extended resources)"
-    DRA = "dra", "DRA ResourceSlices"
-    BOTH = "both", "Both (conflict)"
+    DEVICE_PLUGIN = v.DEVICE_PLUGIN, "Device plugin (extended resources)"
+    DRA = v.DRA, "DRA ResourceSlices"
+    BOTH = v.BOTH, "Both (conflict)"
 
 
 class MigPlanStatus(models.TextChoices):

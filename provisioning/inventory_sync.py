@@ -18,6 +18,7 @@ from gpu.pools import PoolSpec
 
 from . import discovery, renderability
 from .choices import Applier, PoolSource, SchedulingModel
+from .contract import POOL, domain_key
 from .kube import inventory_reads
 from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
@@ -150,7 +151,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster = Cluster.objects.select_for_update(no_key=True).get(pk=cluster_id)
     catalogue = load_catalogue()
     now = timezone.now()
-    pool_label = f"{settings.PORTAL_LABEL_DOMAIN}/pool"
+    pool_label = domain_key(settings.PORTAL_LABEL_DOMAIN, POOL)
     models = {m.key: m for m in GpuModel.objects.all()}
 
     devices = discovery.dra_devices_by_node(observation.slices)

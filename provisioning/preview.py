@@ -2,6 +2,7 @@
 asks through `intake.hooks.preview_objects`, provided from this app's ready())."""
 from __future__ import annotations
 
+from intake.decisions import Decision
 from portal.errors import InvalidInput
 
 from .manifests import RenderError
@@ -9,7 +10,7 @@ from .manifests.names import PREVIEW_MAX_ID, preview_name
 from .selectors import manifests_render
 
 
-def preview_objects(*, team, name: str, answers: dict, decision: dict) -> tuple[list[dict], list[str]]:
+def preview_objects(*, team, name: str, answers: dict, decision: Decision) -> tuple[list[dict], list[str]]:
     """(objects named as request #0, "Kind name" per object). The names come from rendering for two ids, so that
     what depends on the id (not known before submission) shows as a placeholder rather than as a made-up name."""
     try:

@@ -22,10 +22,10 @@ from .appliers.base import Applier
 from .appliers.factory import applier_for
 from .choices import JOB_FINISHED, JobKind, JobStatus
 from .choices import Applier as ApplierKind
+from .contract import REQUEST_ID, domain_key, selector_for_request
 from .kube.connection import cluster_connection
 from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
-from .manifests.labels import selector_for_request
 from .manifests.validation import ManifestInvalid, validate_objects
 from .models import AppliedObject, Cluster, NodePool, ProvisioningJob
 from .selectors import cluster_for_request, request_manifests
@@ -263,7 +263,7 @@ def allocation_record(*, job_id: int, refs, objects) -> int:
 
     job = ProvisioningJob.objects.select_for_update(no_key=True, of=("self",)).select_related("request").get(pk=job_id)
     now = timezone.now()
-    request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
+    request_label = domain_key(settings.PORTAL_LABEL_DOMAIN, REQUEST_ID)
     # Team-level objects (namespace, quota, queues) carry no request label: they outlive any one request.
     per_request = {(o["kind"], o["metadata"]["name"]) for o in objects if request_label in o["metadata"].get("labels", {})}
     for ref in refs:
@@ -324,7 +324,7 @@ def _teardown(*, job_id: int, after_attempt: int | None) -> ApplyOutcome:
     kinds = [(o.api_version, o.kind) for o in recorded]
     namespaces = {o.namespace for o in recorded if o.namespace}
     try:
-        request_label = f"{settings.PORTAL_LABEL_DOMAIN}/request-id"
+        request_label = domain_key(settings.PORTAL_LABEL_DOMAIN, REQUEST_ID)
         for obj in reversed(request_manifests(gpu_request=gpu_request)):
             if request_label in obj["metadata"].get("labels", {}):
                 kinds.append((obj["apiVersion"], obj["kind"]))

@@ -4,8 +4,9 @@ plain holders; no Django, no I/O. `provisioning.waits` reads the cluster and sto
 
 The reasons are read from the objects the schedulers write, in their own vocabulary:
 - Kueue v0.19 (kubernetes-sigs/kueue v0.19.2, `apis/kueue/v1beta2/workload_types.go`): the Workload conditions
-  `QuotaReserved` (reasons `WaitingForQuota`, `ExceedsMaxQuota`, `NoMatchingFlavor`, `Pending`, ...) and `Admitted`
-  (`UnsatisfiedAdmissionChecks`, `NoReservation`); the message of a quota shortage is written by
+  `QuotaReserved` (reasons `WaitingForQuota`, `ExceedsMaxQuota`, `NoMatchingFlavor`, `WaitingForPodsReady`,
+  `Pending`, ...) and `Admitted` (`UnsatisfiedAdmissionChecks`, `NoReservation`, `PendingDelayedTopologyRequests`);
+  evicted and deactivated Workloads are read by `provisioning.wait_lifecycle`; the message of a quota shortage is written by
   `pkg/scheduler/flavorassigner/flavorassigner.go` as "insufficient unused quota for <resource> in flavor
   <flavor>, <n> more needed".
 - Volcano v1.15.1 (`scheduling.volcano.sh/v1beta1` PodGroup): the gang plugin writes a condition of type
@@ -27,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gpu.vocabulary import KAI
+
 QUOTA, CAPACITY, ADMISSION, GANG, SCHEDULING = "quota", "capacity", "admission", "gang", "scheduling"
 
 KUEUE_QUOTA_REASONS = {
@@ -38,12 +41,17 @@ KUEUE_QUOTA_REASONS = {
     "Misconfigured": (ADMISSION, "its queue is misconfigured"),
     "Suspended": (ADMISSION, "its queue is stopped"),
     "PendingEvaluation": (QUOTA, "Kueue has not evaluated it yet"),
+    # waitForPodsReady: one workload at a time until those admitted before it have all their pods ready.
+    "WaitingForPodsReady": (ADMISSION, "Kueue holds it until the workloads admitted before it have all their pods "
+                                       "ready (waitForPodsReady)"),
     "Pending": (QUOTA, "it waits in the team's queue"),
     "Inadmissible": (ADMISSION, "Kueue cannot admit it to its queue"),
 }
 KUEUE_ADMITTED_REASONS = {
     "UnsatisfiedAdmissionChecks": (ADMISSION, "quota is reserved; it waits for its admission checks"),
     "NoReservation": (QUOTA, "no quota is reserved for it yet"),
+    "PendingDelayedTopologyRequests": (ADMISSION, "quota is reserved; Kueue is still choosing the topology domain "
+                                                  "its pods go to (delayed topology request)"),
 }
 QUOTA_SHORTAGE = re.compile(r"insufficient unused quota for (?P<resource>\S+) in flavor (?P<flavor>\S+), "
                             r"(?P<more>\d+) more needed")
@@ -122,7 +130,7 @@ def podgroup_blockers(podgroup: Mapping[str, Any], backend: str) -> list[Blocker
     where = f"{backend.capitalize() if backend != 'kai' else 'KAI'} PodGroup {meta.get('namespace', '')}/" \
             f"{meta.get('name', '')}"
     found = []
-    if backend == "kai":
+    if backend == KAI:
         for condition in _conditions(status, "schedulingConditions"):
             reasons = condition.get("reasons") or [{"reason": condition.get("reason", ""),
                                                     "message": condition.get("message", "")}]

@@ -17,10 +17,13 @@ from django.db import transaction
 from django.db.models import Min, OuterRef, Subquery
 from django.utils import timezone
 
+from gpu.gangapi import API_GROUPS
+from gpu.vocabulary import KAI, KUEUE, NATIVE, VOLCANO
 from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
-from . import wait_reasons, wait_words
+from . import wait_lifecycle, wait_reasons, wait_words
+from .contract import REQUEST_ID, domain_key, parse_time
 from .kube.connection import cluster_connection
 from .kube.client import KubeClient
 from .kube.errors import KubeError
@@ -31,29 +34,33 @@ from .reconcile.facts import pod_fact
 from .selectors import QUOTA_WORDS, cluster_for_request, request_fit, request_manifests, team_quota_state
 
 WAITING = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
-GANG_BACKENDS = {"scheduling.volcano.sh": "volcano", "scheduling.run.ai": "kai", "scheduling.k8s.io": "native"}
+GANG_BACKENDS = {API_GROUPS[backend]: backend for backend in (VOLCANO, KAI, NATIVE)}
+NATIVE_V1ALPHA1 = "scheduling.k8s.io/v1alpha1"  # Kubernetes 1.35: a Workload and no PodGroup
 
 
-def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None]:
+def _backend_objects(objects: list[dict]) -> tuple[dict, dict | None, dict | None]:
+    """The workload, the gang's PodGroup, and a native Workload with no PodGroup (1.35's v1alpha1)."""
     workload = next(o for o in objects if o["kind"] in ("Job", "Deployment", "JobSet", "StatefulSet"))
     podgroup = next((o for o in objects if o["kind"] == "PodGroup"), None)
-    return workload, podgroup
+    native = next((o for o in objects if o["kind"] == "Workload" and o["apiVersion"] == NATIVE_V1ALPHA1), None)
+    return workload, podgroup, native if podgroup is None else None
 
 
 def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
     """The cluster's side: pods, the Kueue Workload and its queue position, the gang's PodGroup."""
-    workload, podgroup = _backend_objects(objects)
+    workload, podgroup, native = _backend_objects(objects)
     namespace = workload["metadata"]["namespace"]
-    found: dict[str, Any] = {"pods": [], "workload": None, "podgroup": None, "queue": None, "backend": ""}
+    found: dict[str, Any] = {"pods": [], "workload": None, "podgroup": None, "queue": None, "backend": "",
+                             "native_workload": None}
     cluster = cluster_for_request(gpu_request=gpu_request)
     with KubeClient(cluster_connection(cluster)) as kube:
         pods = list_pods(kube, namespace=namespace,
-                         label_selector=f"{settings.PORTAL_LABEL_DOMAIN}/request-id={gpu_request.pk}")
+                         label_selector=f"{domain_key(settings.PORTAL_LABEL_DOMAIN, REQUEST_ID)}={gpu_request.pk}")
         found["pods"] = [pod_fact(p, request_id=gpu_request.pk, label_domain=settings.PORTAL_LABEL_DOMAIN)
                          for p in pods]
         queue = (workload["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name")
         if queue:
-            found["backend"] = "kueue"
+            found["backend"] = KUEUE
             found["workload"] = owned_by(list_objects(kube, *KUEUE_WORKLOAD, namespace=namespace),
                                          kind=workload["kind"], name=workload["metadata"]["name"])
             if found["workload"] is not None:
@@ -70,6 +77,11 @@ def _read(gpu_request: GpuRequest, objects: list[dict]) -> dict[str, Any]:
             found["podgroup"] = next((o for o in list_objects(kube, podgroup["apiVersion"], "PodGroup",
                                                               namespace=namespace)
                                       if o["metadata"]["name"] == name), None)
+        elif native is not None:
+            found["backend"] = "native"
+            found["native_workload"] = next((o for o in list_objects(kube, NATIVE_V1ALPHA1, "Workload",
+                                                                     namespace=namespace)
+                                             if o["metadata"]["name"] == native["metadata"]["name"]), None)
     return found
 
 
@@ -91,7 +103,7 @@ def _cluster_starts(cluster: str, request_ids: set[int]) -> dict[int, datetime.d
         for pod in pods or ():
             request_id, at = pod.get("request_id"), pod.get("started_at")
             if request_id in request_ids and at:
-                moment = datetime.datetime.fromisoformat(at.replace("Z", "+00:00"))
+                moment = parse_time(at, strict=True)
                 starts[request_id] = min(moment, starts.get(request_id, moment))
     return starts
 
@@ -103,10 +115,10 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
                                             status__in=(RequestStatus.RUNNING, RequestStatus.STALLED))
                   .exclude(pk=gpu_request.pk).order_by("id"))
     if queued_only:
-        cluster = gpu_request.decision.get("cluster")
-        others = [o for o in others if o.decision.get("gang") and o.decision.get("cluster") == cluster]
+        cluster = gpu_request.decision.cluster
+        others = [o for o in others if o.decision.gang and o.decision.cluster == cluster]
     observed: dict[str, float | None] = {}
-    started = _cluster_starts(gpu_request.decision.get("cluster", ""), {o.pk for o in others})
+    started = _cluster_starts(gpu_request.decision.cluster, {o.pk for o in others})
     running = []
     for other in others:
         hours, basis = other.answers.get("expected_hours"), "its start plus its expected_hours"
@@ -119,7 +131,7 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
         # The cluster's own start (its pods' startTime) beats the portal's: that one lags by a reconcile interval.
         start = started.get(other.pk) or other.status_changed_at
         running.append(wait_reasons.Running(
-            label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision["gpu_equivalents"]),
+            label=f"#{other.pk} {gpu_request.team.slug}/{other.name}", holds=float(other.decision.gpu_equivalents),
             started_at=start, expected_end=start + datetime.timedelta(hours=float(hours)) if hours else None,
             basis=basis))
     return running
@@ -130,21 +142,24 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     blockers: list[wait_reasons.Blocker] = []
     if found["workload"] is not None:
         blockers += wait_reasons.kueue_blockers(found["workload"])
+        blockers += wait_lifecycle.kueue_lifecycle_blockers(found["workload"])
     if found["podgroup"] is not None:
         blockers += wait_reasons.podgroup_blockers(found["podgroup"], found["backend"])
+    if found.get("native_workload") is not None:
+        blockers += wait_lifecycle.native_gang_blockers(found["native_workload"], found["pods"])
     blockers += wait_reasons.pod_blockers(found["pods"])
     decision = gpu_request.decision
     unblock, estimates = [], []
     kinds = {b.kind for b in blockers}
     if wait_reasons.QUOTA in kinds:
-        quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=0,
+        quota = team_quota_state(team=gpu_request.team, strategy=decision.strategy, requested=0,
                                  exclude_request_id=gpu_request.pk)
-        needed = float(decision["gpu_equivalents"])
+        needed = float(decision.gpu_equivalents)
         if quota.limit is not None:
             shortage = wait_reasons.kueue_quota_shortage(blockers)
             free = max(float(quota.limit) - float(quota.held), 0)
             needed = free + shortage[2] if shortage else needed
-            words = f"{QUOTA_WORDS.get(decision['strategy'], decision['strategy'])} {decision['gpu_model']} GPU " \
+            words = f"{QUOTA_WORDS.get(decision.strategy, decision.strategy)} {decision.gpu_model} GPU " \
                     "equivalents"
             # Kueue's shortage is freed only by what Kueue admitted, not by the team's work outside its queue.
             text, estimate = wait_reasons.quota_unblock(team=gpu_request.team.slug, unit=words, limit=float(quota.limit),
@@ -153,7 +168,7 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
             unblock.append(text)
             estimates.append(estimate)
     pods_running = sum(1 for p in found["pods"] if p.phase == "Running")
-    wanted = int(decision.get("replicas") or 1)
+    wanted = int(decision.replicas or 1)
     missing: list[str] = []
     if gpu_request.status == RequestStatus.STALLED or (pods_running and pods_running < wanted):
         missing = wait_reasons.missing_members(found["pods"], wanted)
@@ -170,7 +185,7 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
         if fit_answer.get("verdict") == "fits_now" and said:
             text = wait_words.disagreement_words(scheduler_says=said[0].message or said[0].words,
                                                  inventory_says=fit_answer.get("reason", ""),
-                                                 synced_at=fit_answer.get("synced_at"), cluster=decision["cluster"])
+                                                 synced_at=fit_answer.get("synced_at"), cluster=decision.cluster)
             estimate = wait_reasons.Estimate(None, "the scheduler and the inventory disagree: no estimate until "
                                                    "they agree")
         unblock.append(text)

@@ -62,7 +62,7 @@ ROLES = {
         "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
         "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval",
         "chargeback.Adjustment", "chargeback.UsageCollection", "chargeback.ClosedPeriod", "chargeback.IdleAllocation",
-        "chargeback.IdleScan")},
+        "chargeback.IdleScan", "chargeback.HardwareCredit")},  # a credit is reversed (its own page), never deleted
 }
 
 # The service each action calls, called as the admin calls it: it must refuse the roles not listed above.

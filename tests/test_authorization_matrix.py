@@ -77,6 +77,8 @@ MATRIX = [
     (("GET", "rate-card-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "usage-interval-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "adjustment-list", {}, None), (401, 200, 200, 200, 200)),
+    (("GET", "chargeback-focus", {}, {"start": "2026-10-01", "end": "2026-11-01"}), (401, 200, 200, 200, 200)),
+    (("GET", "hardware-credit-list", {}, None), (401, 200, 200, 200, 200)),
     (("GET", "closed-period-list", {}, None), (401, 200, 200, 200, 200)),
     (("POST", "closed-period-list", {}, "closable"), (401, 403, 403, 201, 201)),
     (("GET", "usage-collection-list", {}, None), (401, 403, 403, 200, 200)),

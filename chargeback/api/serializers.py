@@ -13,7 +13,7 @@ from portal.models import Team
 
 from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES, BudgetMode
 from ..periods import month_error, period_error
-from ..models import Adjustment, Budget, ClosedPeriod, RateCard, UsageCollection, UsageInterval
+from ..models import Adjustment, Budget, ClosedPeriod, HardwareCredit, RateCard, UsageCollection, UsageInterval
 
 DEFAULT_GROUP_BY = "team,strategy,gpu_model"
 
@@ -90,6 +90,21 @@ class ReportTotalSerializer(serializers.Serializer):
         max_digits=30, decimal_places=6, help_text="the part of gpu_equivalent_hours no rate card priced")
 
 
+class AllocationMismatchSerializer(serializers.Serializer):
+    """A request the cluster allocated other devices than were approved: billed as allocated."""
+
+    request = IntegerField()
+    request_name = CharField()
+    team = CharField(allow_null=True)
+    approved_gpu_model = CharField()
+    approved_mig_profile = CharField()
+    approved_devices = IntegerField(allow_null=True)
+    billed_gpu_model = CharField()
+    billed_mig_profile = CharField()
+    billed_devices = IntegerField()
+    pods = IntegerField()
+
+
 class ReportSerializer(serializers.Serializer):
     start = serializers.DateField()
     end = serializers.DateField()
@@ -97,6 +112,9 @@ class ReportSerializer(serializers.Serializer):
     generated_at = serializers.DateTimeField()
     rows = ReportRowSerializer(many=True)
     total = ReportTotalSerializer(help_text="the grand total of the rows")
+    allocation_mismatches = AllocationMismatchSerializer(many=True, help_text=(
+        "requests whose pods the cluster allocated other devices than were approved in the period (DRA claims): "
+        "their rows are billed as allocated"))
 
 
 # The same choice set as the intake API's decisions, so the schema has one StrategyEnum.
@@ -265,3 +283,16 @@ class RightsizingSerializer(serializers.Serializer):
     currency = serializers.CharField(required=False, allow_blank=True)
     observed = UtilisationObservedSerializer(required=False)
     rerequest_url = serializers.CharField(required=False, help_text="the questionnaire, pre-filled")
+
+
+class HardwareCreditSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    strategy = STRATEGY
+    reversed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = HardwareCredit
+        fields = ["id", "pod_uid", "namespace", "pod_name", "request", "team", "cost_center", "cluster", "strategy",
+                  "gpu_model", "mig_profile", "devices", "started_at", "ended_at", "reason", "evidence", "created_at",
+                  "reversed_at", "reversed_by", "reversal_reason"]
+        read_only_fields = fields

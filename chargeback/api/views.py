@@ -23,6 +23,7 @@ from .serializers import (
     BudgetSerializer,
     ClosedPeriodSerializer,
     ClosePeriodInputSerializer,
+    HardwareCreditSerializer,
     RateCardSerializer,
     ReportQueryInputSerializer,
     ReportSerializer,
@@ -71,7 +72,9 @@ class ReportView(APIView):
         rows = selectors.report_rows(user=request.user, start=data["start"], end=data["end"],
                                      group_by=data["group_by"], now=now, filters=params.filters())
         body = {"start": data["start"], "end": data["end"], "group_by": selectors.ordered_group_by(data["group_by"]),
-                "generated_at": now, "rows": rows, "total": selectors.report_total(rows)}
+                "generated_at": now, "rows": rows, "total": selectors.report_total(rows),
+                "allocation_mismatches": selectors.allocation_mismatches(user=request.user, start=data["start"],
+                                                                         end=data["end"])}
         return Response(ReportSerializer(body).data)
 
 
@@ -103,6 +106,16 @@ class AdjustmentViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_queryset(self):
         return selectors.adjustment_list(user=self.request.user)
+
+
+@extend_schema_view(list=extend_schema(summary="Hardware-fault credits: failed runs on unhealthy devices, given back"))
+class HardwareCreditViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Credits for GPU time lost to hardware faults, with the reason; finance reverses them in the admin."""
+
+    serializer_class = HardwareCreditSerializer
+
+    def get_queryset(self):
+        return selectors.credit_list(user=self.request.user)
 
 
 @extend_schema_view(list=extend_schema(summary="Closed months and their recorded totals"))

@@ -10,7 +10,7 @@ from portal.errors import InvalidInput
 from provisioning.models import Cluster
 
 from ..choices import CollectionStatus
-from ..collect import pods_for_cluster
+from ..collect import pods_and_facts
 from ..models import UsageCollection
 from .ingestion import usage_ingest
 from .waste import waste_record_stalls
@@ -37,7 +37,7 @@ def usage_collect(*, cluster_name: str | None = None) -> list[UsageCollection]:
             ))
             continue
         try:
-            pods = pods_for_cluster(cluster)
+            pods, facts = pods_and_facts(cluster)
         except Exception as exc:  # noqa: BLE001 - any read failure is recorded on the row, the next pass retries
             logger.warning("collect %s failed: %s", cluster.name, exc)
             done.append(UsageCollection.objects.create(
@@ -45,7 +45,7 @@ def usage_collect(*, cluster_name: str | None = None) -> list[UsageCollection]:
                 message=f"{type(exc).__name__}: {exc}"[:2000],
             ))
             continue
-        result = usage_ingest(cluster_name=cluster.name, pods=pods, now=now, source="collector")
+        result = usage_ingest(cluster_name=cluster.name, pods=pods, now=now, source="collector", facts=facts)
         waste_record_stalls(cluster_name=cluster.name, now=now)
         done.append(UsageCollection.objects.get(pk=result.collection_id))
     return done

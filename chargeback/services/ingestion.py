@@ -15,15 +15,19 @@ from django.utils import timezone
 
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, STRATEGIES
+from intake.decisions import Decision
 from intake.models import GpuRequest
 from portal.models import Team
 from provisioning.choices import SchedulingModel
 from provisioning.models import NodePool
 
+from ..allocation import ClusterFacts
 from ..choices import CollectionStatus, Flag
+from ..credits.services import credits_record
 from ..ingest import PodUsage, annotation_agrees, annotation_fraction, expected_equivalents, pods_usage
 from ..models import UsageCollection
 from .adjustments import book_frozen_changes
+from .allocation import bill_as_allocated, mismatches_record
 from .locks import frozen_until, lock_cluster
 
 logger = logging.getLogger(__name__)
@@ -41,6 +45,7 @@ class IngestResult:
     vanished: int = 0
     adjustments: int = 0
     flagged: int = 0
+    credits: int = 0
     skipped: list[str] = field(default_factory=list)
     collection_id: int | None = None
 
@@ -55,14 +60,14 @@ class _RequestRow:
     team_id: int
     team_slug: str
     cost_center: str
-    decision: dict
+    decision: Decision
 
 
 def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     """The request rows, teams and time-sliced pools the records refer to: three queries, whatever the count."""
     request_ids = {r.request_id for r in records if r.request_id}
     requests = {
-        pk: _RequestRow(team_id, slug, cost_center, decision or {})
+        pk: _RequestRow(team_id, slug, cost_center, decision)
         for pk, team_id, slug, cost_center, decision in GpuRequest.objects.filter(pk__in=request_ids).values_list(
             "pk", "team_id", "team__slug", "team__cost_center", "decision"
         )
@@ -70,9 +75,9 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
     team_slugs = {r.team for r in records if r.team and r.request_id not in requests}
     teams = {slug: (pk, cc) for pk, slug, cc in Team.objects.filter(slug__in=team_slugs).values_list("pk", "slug", "cost_center")}
     pool_keys = {
-        (row.decision.get("cluster"), row.decision.get("node_pool"))
+        (row.decision.cluster, row.decision.node_pool)
         for row in requests.values()
-        if row.decision.get("strategy") in REPLICATED or row.decision.get("node_pool")
+        if row.decision.strategy in REPLICATED or row.decision.node_pool
     }
     pools = {}
     if pool_keys:
@@ -103,7 +108,7 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     """The interval row for one record, or why it cannot be billed (a string)."""
     flags: list[str] = []
     request = requests.get(record.request_id) if record.request_id else None
-    decision = request.decision if request else {}
+    decision = request.decision if request else None
     if request is None:
         flags.append(Flag.UNKNOWN_REQUEST)
         team_id, cost_center = teams.get(record.team, (None, ""))
@@ -114,21 +119,21 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
     if record.cluster and record.cluster != cluster_name:
         flags.append(Flag.CLUSTER_MISMATCH)
 
-    def from_request(value, key):
-        if value or not decision.get(key):
+    def from_request(value, decided):
+        if value or not decided:
             return value
         flags.append(Flag.FROM_REQUEST)
-        return decision[key]
+        return decided
 
-    strategy = from_request(record.strategy, "strategy")
-    gpu_model = from_request(record.gpu_model, "gpu_model")
-    mig_profile = from_request(record.mig_profile, "mig_profile") if strategy == "mig" else ""
-    devices = record.devices or from_request(None, "gpus_per_replica")
+    strategy = from_request(record.strategy, decision and decision.strategy)
+    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model)
+    mig_profile = from_request(record.mig_profile, decision and decision.mig_profile) if strategy == "mig" else ""
+    devices = record.devices or from_request(None, decision and decision.gpus_per_replica)
     if strategy not in STRATEGIES:
         return f"{record.namespace}/{record.pod_name}: no sharing strategy"
     if not gpu_model or not devices:
         return f"{record.namespace}/{record.pod_name}: no GPU model or device count"
-    replicas = pools.get((decision.get("cluster"), decision.get("node_pool"))) if decision else None
+    replicas = pools.get((decision.cluster, decision.node_pool)) if decision else None
     key = (strategy, int(devices), gpu_model, mig_profile or "", replicas, record.annotated_equivalents)
     if key not in shares:  # many pods share one request's shape: work it out once per pass
         shares[key] = _share(*key, catalogue=catalogue, policy=policy)
@@ -237,11 +242,14 @@ def usage_ingest(
     complete: bool = True,
     source: str = "collector",
     is_demo: bool = False,
+    facts: ClusterFacts | None = None,
 ) -> IngestResult:
     """Turn one read of a cluster's pods into usage intervals: insert new pods, move starts earlier, close
     finished pods, and (when `complete`, i.e. the list held every portal pod of the cluster) close the open
     intervals of pods that disappeared at the last pass that still saw them. Idempotent: reading the same pods
-    again writes nothing. Changes that reach into a closed month become adjustment lines."""
+    again writes nothing. Changes that reach into a closed month become adjustment lines. With `facts` (what the
+    pass read besides the pods), a DRA pod is billed for what its claims were allocated and a pod that failed on
+    an unhealthy device gets its last run credited (chargeback.services.allocation)."""
     now = now or timezone.now()
     pods = list(pods)
     records = pods_usage(pods, label_domain=settings.PORTAL_LABEL_DOMAIN)
@@ -260,8 +268,9 @@ def usage_ingest(
             if isinstance(row, str):
                 result.skipped.append(row)
                 continue
-            result.flagged += bool(row[13])
             rows.append(row)
+        rows, mismatches = bill_as_allocated(rows, pods, facts=facts, catalogue=catalogue, policy=policy)
+        result.flagged = sum(bool(row[13]) for row in rows)
         horizon = frozen_until()
         changes: list[tuple] = []
         with connection.cursor() as cursor:
@@ -292,6 +301,8 @@ def usage_ingest(
                         changes.extend(v for v in vanished if v[1] < horizon)
         if changes and horizon:
             result.adjustments = book_frozen_changes(changes, horizon=horizon, reason=f"late data from {source}")
+        mismatches_record(mismatches)
+        result.credits = len(credits_record(pods=pods, facts=facts))
         collection = UsageCollection.objects.create(
             cluster=cluster_name, listed_at=now, complete=complete, source=source, pods_seen=result.pods_seen,
             intervals_inserted=result.inserted, intervals_updated=result.updated,

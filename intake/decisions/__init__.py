@@ -5,11 +5,14 @@ old requests under a new policy version. Every field of the decision carries a r
 from: `policy` (a rule, named), `answer` (the engineer asked for it) or `default` (nothing chose it; the platform
 inherited it).
 
+`decision` is the decision as a type (`Decision`, stored with `to_json()`, read back with `from_json()`);
 `inputs` holds what a decision is made from; `steps` is `decide()` and its six steps; `rules`, `placement` and
 `terms` do the work of the steps; `reasons` and `summary` write it out in words.
 """
 from gpu.vocabulary import STRATEGY_WORDS
 
+from .decision import (DECISION_VERSION, ApprovalLimits, Decision, DecisionShapeError, DriverTerms, Gang, Lease,
+                       MultiNode, Reason)
 from .inputs import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec
 from .placement import ONE_DEVICE_PER_REPLICA
 from .reasons import PlacementImpossible, Reasons
@@ -19,8 +22,9 @@ from .summary import AWAITING_APPROVAL, summarise
 from .terms import REVIEW, AutoApproval, auto_approval, lease_decision
 
 __all__ = [
-    "AWAITING_APPROVAL", "ONE_DEVICE_PER_REPLICA", "PLATFORM_DEFAULT_STRATEGY", "REVIEW", "STRATEGY_WORDS",
-    "Answers", "AutoApproval", "ClusterSpec", "DriverNeed", "Inventory", "PlacementImpossible", "PolicySpec",
-    "PoolSpec", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "lease_decision", "select_route",
+    "AWAITING_APPROVAL", "DECISION_VERSION", "ONE_DEVICE_PER_REPLICA", "PLATFORM_DEFAULT_STRATEGY", "REVIEW",
+    "STRATEGY_WORDS", "Answers", "ApprovalLimits", "AutoApproval", "ClusterSpec", "Decision", "DecisionShapeError",
+    "DriverNeed", "DriverTerms", "Gang", "Inventory", "Lease", "MultiNode", "PlacementImpossible", "PolicySpec",
+    "PoolSpec", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "lease_decision", "select_route",
     "summarise",
 ]

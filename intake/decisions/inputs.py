@@ -8,6 +8,7 @@ from typing import Any
 from gpu import gangapi
 from gpu.catalogue import Catalogue
 from gpu.pools import PoolSpec
+from gpu.vocabulary import NATIVE
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class ClusterSpec:
 
     def gang_refusal(self) -> str | None:
         """Why this cluster's gang backend cannot run a gang as declared (the native API's gates), or None."""
-        if self.gang_scheduler == "native":
+        if self.gang_scheduler == NATIVE:
             return gangapi.native_gang_refusal(self.minor, self.feature_gates, self.name)
         return None
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from gpu import gangapi
 from gpu.catalogue import MigProfileSpec
-from gpu.vocabulary import MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
+from gpu.equivalents import gpu_equivalents
+from gpu.vocabulary import DRA, MIG, MPS, REPLICATED, STRATEGY_WORDS, TIME_SLICING, WHOLE_GPU
 from gpu.vocabulary import SHARING_MODE_FOR_STRATEGY as SHARING_MODE
 from portal.text import plural
 
@@ -43,6 +45,16 @@ ONE_DEVICE_PER_REPLICA = {
     TIME_SLICING: "two shares may be the same GPU twice, and the device plugin refuses a request for more than one",
     MPS: "two MPS shares may be the same GPU twice, and the device plugin refuses more than one for MPS by default",
 }
+
+
+# The MPS server of a DRA request is started by its claim's GpuConfig, and Kueue's DRA integration takes no claim
+# config (kueue v0.19.2 docs concepts/dynamic_resource_allocation.md, "Limitations"; manifests/devices.py).
+KUEUE_NO_MPS = ("Kueue admits the gang with no claim config, so its DRA claims could not start an MPS server and the "
+                "pods would get plain whole GPUs")
+
+
+def _gang(answers: Answers) -> bool:
+    return answers.workload_class == "training" and answers.replicas > 1
 
 
 def _devices_per_node(strategy: str, pool: PoolSpec, profile: MigProfileSpec | None) -> int:
@@ -93,7 +105,10 @@ def candidates(strategy: str, answers: Answers, inventory: Inventory, allowed_mo
             memory = profile.memory_gb
         elif strategy == MPS:
             # The device plugin fails MPS requests for more than one share (failRequestsGreaterThanOne).
-            if pool.scheduling_model != "dra" and answers.gpus_per_replica > 1:
+            if pool.scheduling_model != DRA and answers.gpus_per_replica > 1:
+                continue
+            if pool.scheduling_model == "dra" and cluster.gang_scheduler == "kueue" and _gang(answers):
+                skipped.append(Skipped(f"{pool.cluster}/{pool.name}", KUEUE_NO_MPS, "replicas"))
                 continue
             # The MPS control daemon caps each client at 1/replicas of the GPU's memory, unlike time-slicing.
             memory = model.memory_gb / (pool.time_slicing_replicas or 1)
@@ -182,19 +197,21 @@ def smallest(found: list[Candidate]) -> Candidate:
 
 def equivalents(strategy: str, candidate: Candidate, inventory: Inventory, count: int) -> Fraction:
     """GPU equivalents of `count` devices of this candidate: a slice or a share is a fraction of a GPU."""
-    if strategy == MIG:
-        mig = inventory.catalogue.model(candidate.pool.gpu_model).mig
-        return Fraction(candidate.profile.compute_slices, mig.total_slices) * count
-    if strategy in REPLICATED:
-        return Fraction(count, candidate.pool.time_slicing_replicas or 1)
-    return Fraction(count)
+    mig = inventory.catalogue.model(candidate.pool.gpu_model).mig if strategy == MIG else None
+    return gpu_equivalents(strategy, count, mig=mig, profile=candidate.profile,
+                           replicas=candidate.pool.time_slicing_replicas or 1)
 
 
 def dra_extended_resource(strategy: str, candidate: Candidate, answers: Answers) -> str | None:
     """The extended resource a DRA request is rendered with, when its pool's DeviceClass serves one for these
     devices; None keeps the claim template. A driver floor needs the claim's CEL selector (extended resources carry
-    none); time-sliced requests keep their claim (the driver's sharing config lives there)."""
-    if answers.min_driver_major or strategy == TIME_SLICING:
+    none); time-sliced and MPS requests keep their claim (the driver's sharing config, and so the MPS server, lives
+    there: the claim the scheduler makes for an extended resource carries none, and MPS would silently become a
+    plain whole GPU). On a Volcano cluster the claim stays too: Volcano v1.15.1 fits a pod's scalar resources against
+    the node's allocatable only (`pkg/scheduler/api/node_info.go`, `actions/allocate/allocate.go` predicate), where
+    DRA devices never appear, so a pod asking nvidia.com/gpu from DRA never fits (gangapi)."""
+    if (answers.min_driver_major or strategy in REPLICATED
+            or gangapi.dra_extended_resource_refusal(candidate.cluster.gang_scheduler)):
         return None
     name = candidate.profile.resource_name if strategy == MIG else "nvidia.com/gpu"
     return name if name in candidate.pool.dra_extended_resources else None

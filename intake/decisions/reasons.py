@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from portal.text import plural
 
+from .decision import Reason
 from .inputs import RuleSpec
 
 
@@ -20,17 +21,11 @@ class PlacementImpossible(Exception):
 
 @dataclass
 class Reasons:
-    items: list[dict] = field(default_factory=list)
+    items: list[Reason] = field(default_factory=list)
 
     def add(self, field_name: str, text: str, rule: RuleSpec | None = None, *, source: str | None = None):
-        self.items.append(
-            {
-                "field": field_name,
-                "text": text,
-                "source": source or ("policy" if rule else "default"),
-                "rule": rule.key if rule else None,
-            }
-        )
+        self.items.append(Reason(field=field_name, text=text, source=source or ("policy" if rule else "default"),
+                                 rule=rule.key if rule else None))
 
 
 def capitalise(text: str) -> str:

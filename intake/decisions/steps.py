@@ -3,14 +3,17 @@ rules (strategy, fabric isolation, driver); the inventory gives the pool; the po
 requested; then isolation, the gang, and the grant's terms with the decision written out and summarised."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from gpu import gangapi
 from gpu.catalogue import GpuModelSpec
-from gpu.vocabulary import MEMORY_ISOLATION, MIG, MPS, STRATEGY_ADJECTIVES, STRATEGY_WORDS
+from gpu.vocabulary import (DRA, KAI, MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES,
+                            STRATEGY_WORDS, TIME_SLICING, TRAINING, WHOLE_GPU)
 
 from ..multinode import multi_node_decision
 from ..words import GANG_BACKEND_WORDS
+from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec
 from .placement import (Candidate, Skipped, candidates_or_fallback, dra_extended_resource, equivalents,
                         gang_capable, one_device_fallback, smallest)
@@ -64,53 +67,53 @@ class Placement:
 class Terms:
     """What the grant comes with."""
 
-    driver: dict | None
-    lease: dict | None
+    driver: DriverTerms | None
+    lease: Lease | None
     approval: AutoApproval
     equivalents_per_replica: Fraction
 
 
-def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> dict:
-    """Return the placement decision as a JSON-ready dict (see docs/policy.md, "The decision")."""
+def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> Decision:
+    """The placement decision (see docs/policy.md, "The decision"); `Decision.to_json()` is how it is stored."""
     reasons = Reasons()
     ruling = rule_answers(answers, policy, reasons)
     placement = place(answers, ruling, inventory, reasons)
     scheduling_model, extended = request_model(answers, placement, reasons)
-    memory_isolation = isolate(ruling, placement, reasons)
+    memory_isolation = isolate(ruling, placement, scheduling_model, reasons)
     gang, multi_node = gang_up(answers, ruling, placement, inventory, reasons)
     terms = grant_terms(answers, ruling, placement, inventory, reasons)
     chosen, route = placement.chosen, ruling.route
-    decision = {
-        "strategy": placement.strategy,
-        "gpu_model": placement.model.key,
-        "gpu_product": placement.model.product,
-        "mig_profile": chosen.profile.name if chosen.profile else None,
-        "gpus_per_replica": answers.gpus_per_replica,
-        "replicas": answers.replicas,
-        "memory_isolation": memory_isolation,
-        # MPS caps each client's device memory; no other strategy has a per-client limit.
-        "memory_limit_gb": round(chosen.gpu_memory_gb, 1) if placement.strategy == MPS else None,
-        "fabric_isolation": ruling.fabric_isolation,
-        "gang": gang,
-        "multi_node": multi_node,
-        "driver": terms.driver,
-        "lease": terms.lease,
-        "cluster": placement.cluster.name,
-        "node_pool": placement.pool.name,
-        "scheduling_model": scheduling_model,
-        "dra_extended_resource": extended,
-        "policy_version": policy.version,
-        "rule": route.key if route else None,
-        "guardrails": sorted(set(ruling.guardrails_applied)),
-        "auto_approve": terms.approval.granted,
-        "review_reasons": list(terms.approval.review_codes),
-        "auto_approve_limits": terms.approval.limits,
-        "gpu_equivalents_per_replica": float(round(terms.equivalents_per_replica, 6)),
-        "gpu_equivalents": float(round(terms.equivalents_per_replica * answers.replicas, 6)),
-        "reasons": reasons.items,
-    }
-    decision["summary"] = summarise(decision, answers)
-    return decision
+    decision = Decision(
+        strategy=placement.strategy,
+        gpu_model=placement.model.key,
+        gpu_product=placement.model.product,
+        mig_profile=chosen.profile.name if chosen.profile else None,
+        gpus_per_replica=answers.gpus_per_replica,
+        replicas=answers.replicas,
+        memory_isolation=memory_isolation,
+        # MPS caps each client's device memory on the device plugin; a DRA claim holds its GPU alone, uncapped.
+        memory_limit_gb=(round(chosen.gpu_memory_gb, 1) if placement.strategy == MPS and scheduling_model != DRA
+                         else None),
+        fabric_isolation=ruling.fabric_isolation,
+        gang=gang,
+        multi_node=multi_node,
+        driver=terms.driver,
+        lease=terms.lease,
+        cluster=placement.cluster.name,
+        node_pool=placement.pool.name,
+        scheduling_model=scheduling_model,
+        dra_extended_resource=extended,
+        policy_version=policy.version,
+        rule=route.key if route else None,
+        guardrails=tuple(sorted(set(ruling.guardrails_applied))),
+        auto_approve=terms.approval.granted,
+        review_reasons=tuple(terms.approval.review_codes),
+        auto_approve_limits=ApprovalLimits.from_json(terms.approval.limits),
+        gpu_equivalents_per_replica=float(round(terms.equivalents_per_replica, 6)),
+        gpu_equivalents=float(round(terms.equivalents_per_replica * answers.replicas, 6)),
+        reasons=tuple(reasons.items),
+    )
+    return replace(decision, summary=summarise(decision, answers))
 
 
 def rule_answers(answers: Answers, policy: PolicySpec, reasons: Reasons) -> Ruling:
@@ -152,7 +155,7 @@ def rule_answers(answers: Answers, policy: PolicySpec, reasons: Reasons) -> Ruli
 def place(answers: Answers, ruling: Ruling, inventory: Inventory, reasons: Reasons) -> Placement:
     """Step 2: the smallest pool that offers the strategy (or its fallback) and could ever hold every replica."""
     allowed_models = tuple(ruling.outcome.get("gpu_models", ()))
-    needs_gang = answers.workload_class == "training" and answers.replicas > 1
+    needs_gang = answers.workload_class == TRAINING and answers.replicas > 1
     strategy, fallback_from, why = one_device_fallback(ruling.strategy, answers, ruling.outcome, ruling.forbidden)
     strategy, fallback_from, found, skipped = candidates_or_fallback(
         strategy, fallback_from, answers, inventory, outcome=ruling.outcome, forbidden=ruling.forbidden,
@@ -195,6 +198,7 @@ def _placement_reasons(answers: Answers, ruling: Ruling, placement: Placement, a
             f"({chosen.profile.compute_slices} of {model.mig.total_slices} compute slices of an {model.key}).",
             route if route and route.outcome.get("strategy") == MIG and not placement.fallback_from else None,
         )
+        reasons.add("mig_readiness", mig_readiness_words(placement.pool), source="cluster")
     elif strategy == MPS:
         reasons.add(
             "gpu_model",
@@ -219,26 +223,68 @@ def _placement_reasons(answers: Answers, ruling: Ruling, placement: Placement, a
     )
 
 
+def mig_readiness_words(pool) -> str:
+    """Whether MIG pods wait for mig-manager's readiness label on this pool, and why (manifests/affinity.py)."""
+    label = "nvidia.com/mig.config.state=success"
+    if pool.scheduling_model == DRA:
+        return (f"Pods do not wait for {label}: the DRA driver lists only the MIG devices that exist, and DRA nodes "
+                "need not run mig-manager.")
+    if pool.mig_ready_label is True:
+        return (f"Pods land only on nodes labelled {label}: mig-manager configures {pool.name}'s MIG layout, and "
+                "writes that label once a layout change is done.")
+    if pool.mig_ready_label is False:
+        return (f"Pods do not wait for {label}: {pool.name}'s MIG layout is not managed by mig-manager (declared so, "
+                "or its nodes carry no nvidia.com/mig.config.state), and only mig-manager writes that label.")
+    return (f"Pods do not wait for {label}: whether mig-manager configures {pool.name} is not known (never synced, "
+            "not declared), and a label only mig-manager writes would keep them off nodes configured otherwise.")
+
+
 def request_model(answers: Answers, placement: Placement, reasons: Reasons) -> tuple[str, str | None]:
     """Step 3: how the GPUs are requested (the pool's scheduling model), and a DRA extended resource if served."""
     cluster, pool = placement.cluster, placement.pool
     scheduling_model = pool.scheduling_model or cluster.scheduling_model
     extended = (dra_extended_resource(placement.strategy, placement.chosen, answers)
-                if scheduling_model == "dra" else None)
+                if scheduling_model == DRA else None)
     how = "the device plugin (a device count)"
-    if scheduling_model == "dra":
+    if scheduling_model == DRA:
         how = (f"{extended} limits served from DRA devices (a DeviceClass declares it: DRAExtendedResource)"
                if extended else "Dynamic Resource Allocation claims")
-    reasons.add(
-        "scheduling_model",
-        f"GPUs are requested through {how} because that is how {cluster.name}/{pool.name} is set up, not a choice "
-        "made for this request.",
-    )
+    text = (f"GPUs are requested through {how} because that is how {cluster.name}/{pool.name} is set up, not a "
+            "choice made for this request.")
+    if scheduling_model == DRA and not extended and pool.dra_extended_resources and (
+            kept := _claim_kept(placement, answers)):
+        text += " " + kept
+    if scheduling_model == DRA and placement.strategy in REPLICATED:
+        text += " " + dra_share_words(placement.strategy, placement.model.key)
+    if scheduling_model == DRA and placement.strategy == MIG and cluster.gang_scheduler == KAI:
+        text += " " + gangapi.KAI_DRA_MIG_GAP
+    reasons.add("scheduling_model", text)
     return scheduling_model, extended
 
 
-def isolate(ruling: Ruling, placement: Placement, reasons: Reasons) -> str:
-    """Step 4: memory isolation from the strategy; fabric isolation from the rules, said either way."""
+def _claim_kept(placement: Placement, answers: Answers) -> str:
+    """Why a DRA request keeps its claim although a DeviceClass of the pool serves an extended resource."""
+    if answers.min_driver_major:
+        return "It keeps a claim: the driver floor is a CEL selector on the claim, and an extended resource has none."
+    if placement.strategy in REPLICATED:
+        return ("It keeps a claim: the driver's sharing settings live in the claim, and the claim the scheduler makes "
+                "for an extended resource carries none.")
+    refusal = gangapi.dra_extended_resource_refusal(placement.cluster.gang_scheduler)
+    return f"It keeps a claim: {refusal}." if refusal else ""
+
+
+def dra_share_words(strategy: str, model: str) -> str:
+    """What a time-sliced or MPS request really gets on DRA: a whole GPU (manifests/devices.py)."""
+    how = ("its own processes are time-sliced on it" if strategy == TIME_SLICING
+           else "an MPS server shares it between its own processes, with no per-client cap")
+    return (f"On DRA a {STRATEGY_WORDS[strategy]} is a whole {model}: each pod's claim holds its GPU alone (the "
+            f"NVIDIA DRA driver v0.4.1 cannot give one GPU to two claims), {how}, and it is priced, counted against "
+            "quota and billed as one GPU.")
+
+
+def isolate(ruling: Ruling, placement: Placement, scheduling_model: str, reasons: Reasons) -> str:
+    """Step 4: memory isolation from the strategy (a DRA claim holds its GPU alone, whatever the strategy); fabric
+    isolation from the rules, said either way."""
     if ruling.fabric_rule:
         reasons.add(
             "fabric_isolation",
@@ -251,16 +297,18 @@ def isolate(ruling: Ruling, placement: Placement, reasons: Reasons) -> str:
             "fabric_isolation",
             "Your pods may share an NVLink domain with other tenants' pods; no rule asked for fabric isolation.",
         )
+    if scheduling_model == DRA and placement.strategy in REPLICATED:
+        return MEMORY_ISOLATION[WHOLE_GPU]
     return MEMORY_ISOLATION[placement.strategy]
 
 
 def gang_up(answers: Answers, ruling: Ruling, placement: Placement, inventory: Inventory,
-            reasons: Reasons) -> tuple[dict | None, dict | None]:
+            reasons: Reasons) -> tuple[Gang | None, MultiNode | None]:
     """Step 5: multi-pod training starts all-or-nothing; the multi-node part (restart, packing, ComputeDomain)."""
     gang = None
     cluster = placement.cluster
     if placement.needs_gang:
-        gang = {"min_members": answers.replicas, "backend": cluster.gang_scheduler}
+        gang = Gang(min_members=answers.replicas, backend=cluster.gang_scheduler)
         text = (
             f"All {answers.replicas} replicas start together or none does, through "
             f"{GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} on {cluster.name}."
@@ -291,7 +339,7 @@ def grant_terms(answers: Answers, ruling: Ruling, placement: Placement, inventor
     return Terms(driver=driver, lease=lease, approval=approval, equivalents_per_replica=per_replica)
 
 
-def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) -> dict | None:
+def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) -> DriverTerms | None:
     """The strictest floor of the answer and the rules, and a branch a rule pins the class to."""
     if not driver.min_major:
         return None
@@ -307,4 +355,4 @@ def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) ->
     elif driver.answered:
         reasons.add("driver", f"Only nodes with NVIDIA driver {driver.min_major} or newer ({runs}); you asked "
                               "for this floor.", source="answer")
-    return {"min_major": driver.min_major, "branch": driver.branch}
+    return DriverTerms(min_major=driver.min_major, branch=driver.branch)

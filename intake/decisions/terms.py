@@ -6,13 +6,14 @@ from fractions import Fraction
 
 from gpu.vocabulary import STRATEGY_WORDS
 
+from .decision import Lease
 from .inputs import Answers, RuleSpec
 from .reasons import PlacementImpossible, Reasons, hours_words, number
 
 REVIEW = "The platform team reviews this request."
 
 
-def lease_decision(answers: Answers, route: RuleSpec | None, guardrails: list[RuleSpec], reasons: Reasons) -> dict | None:
+def lease_decision(answers: Answers, route: RuleSpec | None, guardrails: list[RuleSpec], reasons: Reasons) -> Lease | None:
     """How long the grant lasts: the engineer's `lease_hours` within the policy's maximum, else the policy's
     default for the class (a guardrail's wins over the route's). No rule and no answer: no lease."""
     ruling = next((g for g in reversed(guardrails) if "lease" in g.outcome), None)
@@ -36,8 +37,8 @@ def lease_decision(answers: Answers, route: RuleSpec | None, guardrails: list[Ru
                              f"extend it: {ruling.rationale}", ruling)
     else:
         return None
-    return {"hours": hours, "max_hours": float(maximum) if maximum is not None else None,
-            "rule": ruling.key if ruling else None}
+    return Lease(hours=hours, max_hours=float(maximum) if maximum is not None else None,
+                 rule=ruling.key if ruling else None)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 rule's automatic approval against the team's quota and the rule's per-team cap."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from portal.errors import InvalidInput
@@ -10,7 +10,7 @@ from portal.models import Team
 
 from ..answers import AnswersInvalid, normalise_answers
 from ..decision_inputs import decision_inputs_reading
-from ..decisions import REVIEW, STRATEGY_WORDS, Answers, PlacementImpossible, decide, summarise
+from ..decisions import REVIEW, STRATEGY_WORDS, Answers, Decision, PlacementImpossible, decide, summarise
 from ..hooks import decision_gate_reads, decision_gated, inventory_snapshot, team_quota_state
 from ..models import PolicyVersion
 from ..questionnaire import NormalisedAnswers
@@ -20,7 +20,7 @@ from ..selectors import policy_current, policy_spec, team_held_under_rule
 @dataclass(frozen=True)
 class Evaluation:
     answers: NormalisedAnswers
-    decision: dict
+    decision: Decision
     policy_version: PolicyVersion
     # What the decision gates read first for the team (intake.hooks.decision_gate_reads), read with the stamps.
     gate_reads: dict | None = None
@@ -68,18 +68,18 @@ def request_evaluate(*, raw_answers, policy_version: PolicyVersion | None = None
     return Evaluation(answers=answers, decision=decision, policy_version=version, gate_reads=read)
 
 
-def _team_gate_refusal(*, team: Team, decision: dict) -> tuple[str, str] | None:
+def _team_gate_refusal(*, team: Team, decision: Decision) -> tuple[str, str] | None:
     """(code, text) when the team's state keeps a rule's automatic approval from holding."""
-    strategy, rule, limits = decision["strategy"], decision["rule"], decision.get("auto_approve_limits") or {}
+    strategy, rule, limits = decision.strategy, decision.rule, decision.auto_approve_limits
     words = STRATEGY_WORDS[strategy]
-    quota = team_quota_state(team=team, strategy=strategy, requested=decision["gpu_equivalents"])
-    if quota.limit is None and not limits.get("without_quota"):
+    quota = team_quota_state(team=team, strategy=strategy, requested=decision.gpu_equivalents)
+    if quota.limit is None and not limits.without_quota:
         return ("NoQuota", f"Not approved automatically: team {team.slug} has no {words} quota, and rule {rule} "
                            f"does not approve work of teams without one. {REVIEW}")
-    cap = limits.get("per_team")
+    cap = limits.per_team
     if cap is not None:
         held = team_held_under_rule(team=team, rule_key=rule)
-        would_hold = held + Decimal(str(decision["gpu_equivalents"]))
+        would_hold = held + Decimal(str(decision.gpu_equivalents))
         if would_hold > Decimal(str(cap)):
             return ("OverAutoApprovalTeamCap",
                     f"Not approved automatically: team {team.slug} would hold {_figure(would_hold)} GPU equivalents "
@@ -92,17 +92,15 @@ def _figure(value) -> str:
     return f"{Decimal(str(value)):.3f}".rstrip("0").rstrip(".")
 
 
-def auto_approval_team_gate(*, team: Team, decision: dict) -> dict:
+def auto_approval_team_gate(*, team: Team, decision: Decision) -> Decision:
     """The decision, with its automatic approval withdrawn (and the reason said) if the team has no quota on the
     strategy or would pass the rule's per-team cap. Reads the team's state; call it under the team's lock where
     the answer is acted on."""
-    if not decision["auto_approve"]:
+    if not decision.auto_approve:
         return decision
     refusal = _team_gate_refusal(team=team, decision=decision)
     if refusal is None:
         return decision
     code, text = refusal
-    gated = {**decision, "auto_approve": False, "review_reasons": [*decision.get("review_reasons", ()), code],
-             "reasons": [{**r, "text": text} if r["field"] == "approval" else r for r in decision["reasons"]]}
-    gated["summary"] = summarise(gated, None)
-    return gated
+    gated = decision.held_for_review(code=code, text=text)
+    return replace(gated, summary=summarise(gated, None))

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from portal.models import Team
 
+from ..decisions import Decision
 from ..hooks import preview_objects
 from .evaluation import request_evaluate
 from .submission import require_request_rights
@@ -12,7 +13,7 @@ from .submission import require_request_rights
 
 @dataclass(frozen=True)
 class Preview:
-    decision: dict
+    decision: Decision
     manifests: list[dict]
     # "Kind name" per object, as it will be applied; the request id, unknown yet, shown as <id> (names.py).
     object_names: list[str] = field(default_factory=list)

@@ -41,7 +41,7 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
         ) from None
     evaluation = request_evaluate(raw_answers=raw_answers, gates_for=team)
     decision = evaluation.decision
-    if decision["auto_approve"]:
+    if decision.auto_approve:
         # Under the team's lock, so two submissions cannot both fit under the rule's per-team cap.
         _lock_team_quota(team.pk)
         decision = auto_approval_team_gate(team=team, decision=decision)
@@ -58,9 +58,9 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
             defaulted_answers=sorted(evaluation.answers.defaulted),
             decision=decision,
             policy_version=evaluation.policy_version,
-            rule_key=decision["rule"] or "",
+            rule_key=decision.rule or "",
             workload_class=evaluation.answers.values["workload_class"],
-            strategy=decision["strategy"],
+            strategy=decision.strategy,
             requested_by=user,
         )
     except IntegrityError:
@@ -71,10 +71,10 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
     events.event_transition(
         request=gpu_request, actor=user, from_status="", to_status=RequestStatus.PENDING_APPROVAL, comment="Submitted."
     )
-    if decision.get("review_reasons"):
-        approval_reason = next(r["text"] for r in decision["reasons"] if r["field"] == "approval")
-        events.event_note(request=gpu_request, reason=decision["review_reasons"][-1], comment=approval_reason)
-    if decision["auto_approve"]:
+    if decision.review_reasons:
+        approval_reason = decision.reasons_for("approval")[0].text
+        events.event_note(request=gpu_request, reason=decision.review_reasons[-1], comment=approval_reason)
+    if decision.auto_approve:
         # --- an automatic approval passes the same quota and capacity checks ---
         check = approval_check(gpu_request=gpu_request)
         if check.refusal:
@@ -85,7 +85,7 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
             request_id=gpu_request.pk,
             to_status=RequestStatus.APPROVED,
             actor=None,
-            comment=f"Approved automatically by rule {decision['rule']} (policy v{decision['policy_version']})."
+            comment=f"Approved automatically by rule {decision.rule} (policy v{decision.policy_version})."
             + check.note,
         )
         gpu_request.refresh_from_db()

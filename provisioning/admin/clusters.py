@@ -23,7 +23,7 @@ class NodePoolInline(PlatformAdminMixin, admin.StackedInline):
     fields = [
         ("name", "gpu_model", "source"),
         ("node_count", "gpus_per_node"),
-        ("sharing_mode", "mig_strategy", "mig_layout"),
+        ("sharing_mode", "mig_strategy", "mig_layout", "mig_readiness_label"),
         ("time_slicing_replicas", "time_slicing_renamed", "device_plugin_config"),
         ("driver_version", "nvlink_domain", "scheduling_model"),
         ("node_selector", "taints"),

@@ -24,6 +24,7 @@ class NodePoolSerializer(serializers.ModelSerializer):
             "sharing_mode",
             "mig_strategy",
             "mig_layout",
+            "mig_readiness_label",
             "time_slicing_replicas",
             "driver_version",
             "nvlink_domain",

@@ -5,6 +5,7 @@ import os
 
 from provisioning.appliers.base import Applier
 from provisioning.appliers.gitops import DEFAULT_AUTHOR, GitOpsApplier, request_label
+from provisioning.contract import DEFAULT_LABEL_DOMAIN
 from provisioning.kube.apply import KubernetesApplier
 from provisioning.kube.client import ClusterConnection
 
@@ -19,7 +20,7 @@ def applier_for(
     connection: ClusterConnection | None = None,
     gitops_repo: str | os.PathLike[str] = "",
     author: str = DEFAULT_AUTHOR,
-    label_domain: str = "gpu-portal.io",
+    label_domain: str = DEFAULT_LABEL_DOMAIN,
 ) -> Applier:
     """`applier` is "kubernetes" (needs `connection`) or "gitops" (needs `gitops_repo`)."""
     if applier == KUBERNETES:

@@ -31,16 +31,17 @@ from provisioning.appliers.base import (
     TransientApplyError,
     require_selector,
 )
+from provisioning.contract import DEFAULT_LABEL_DOMAIN, REQUEST_ID, domain_key
 
 DEFAULT_AUTHOR = "GPU Portal <gpu-portal@localhost>"
 
 
 def request_label(label_domain: str) -> str:
     """The label carrying the request id, under the portal's label domain (settings.PORTAL_LABEL_DOMAIN)."""
-    return f"{label_domain}/request-id"
+    return domain_key(label_domain, REQUEST_ID)
 
 
-DEFAULT_REQUEST_LABEL = request_label("gpu-portal.io")
+DEFAULT_REQUEST_LABEL = request_label(DEFAULT_LABEL_DOMAIN)
 # Shared by every request of a team, so they live with the team and no request's teardown removes them.
 TEAM_KINDS = frozenset({"Namespace", "ResourceQuota", "NetworkPolicy", "LocalQueue"})
 TEAM_DIR = "_team"

@@ -8,7 +8,8 @@ from fractions import Fraction
 from typing import Any
 
 from gpu.catalogue import Catalogue, GpuModelSpec
-from gpu.vocabulary import REPLICATED
+from gpu.equivalents import gpu_equivalents
+from gpu.vocabulary import REPLICATED, WHOLE_GPU
 from gpu.vocabulary import STRATEGY_FOR_SHARING_MODE as STRATEGY_OF_MODE
 
 from .resources import DRA_GPU, DRA_MIG_PREFIX, GPU, GPU_SHARED, MIG, MIG_PREFIX, profile_for_suffix
@@ -41,15 +42,15 @@ def equivalents_per_unit(key: str, *, sharing_mode: str, model: GpuModelSpec | N
     """GPU equivalents of one unit of a resource key: a whole GPU 1, a MIG slice its compute fraction, a time-sliced
     share 1/replicas (the same arithmetic as the decision's `gpu_equivalents`)."""
     strategy = key_strategy(key, sharing_mode, mig_strategy)
-    if strategy == "mig":
+    if strategy == MIG:
         profile = key_profile(key, model)
         if profile is None and mig_devices:  # MIG `single`: nvidia.com/gpu is the node's one profile
             profile = next(iter(mig_devices))
         spec = model.mig.profiles.get(profile) if model and model.mig and profile else None
-        return Fraction(spec.compute_slices, model.mig.total_slices) if spec else Fraction(0)
+        return gpu_equivalents(MIG, 1, mig=model.mig if model else None, profile=spec) or Fraction(0)
     if strategy in REPLICATED:
-        return Fraction(1, max(replicas or 1, 1))
-    return Fraction(1)
+        return gpu_equivalents(strategy, 1, replicas=max(replicas or 1, 1))
+    return gpu_equivalents(WHOLE_GPU, 1)
 
 
 @dataclass(frozen=True)

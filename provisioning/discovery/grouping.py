@@ -11,6 +11,7 @@ from typing import Any
 from gpu.pools import PoolSpec
 from gpu.vocabulary import MPS, REPLICATED
 
+from ..contract import DEFAULT_POOL_LABEL
 from .nodes import NodeFacts
 from .resources import DEVICE_PLUGIN, DRA, EXCLUSIVE, MIG, TIME_SLICING
 
@@ -67,7 +68,7 @@ def _layout_part(facts: NodeFacts) -> str:
 
 
 def group_nodes(nodes: Sequence[NodeFacts], declared: Sequence[PoolSpec], *,
-                pool_label: str = "gpu-portal.io/pool") -> Grouping:
+                pool_label: str = DEFAULT_POOL_LABEL) -> Grouping:
     """Assign GPU nodes to declared pools by selector, and group the rest into discovered pools (module doc)."""
     by_declared: dict[str, list[NodeFacts]] = {p.name: [] for p in declared}
     overlaps: dict[str, list[tuple[str, str]]] = {}

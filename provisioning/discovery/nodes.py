@@ -11,6 +11,7 @@ from typing import Any
 from gpu.catalogue import Catalogue, GpuModelSpec, base_product, sanitise_product
 from gpu.vocabulary import MODE_FOR_GFD_SHARING_STRATEGY, REPLICATED
 
+from ..contract import DEFAULT_POOL_LABEL
 from .resources import (
     BOTH,
     DEVICE_PLUGIN,
@@ -137,7 +138,7 @@ def _driver(labels: Mapping[str, str], dra: Sequence[dict]) -> tuple[str, int | 
 
 
 def parse_node(node: Mapping[str, Any], *, catalogue: Catalogue, dra_devices: Sequence[dict] = (),
-               pool_label: str = "gpu-portal.io/pool") -> NodeFacts:
+               pool_label: str = DEFAULT_POOL_LABEL) -> NodeFacts:
     """One Node object (and its DRA devices) -> the facts the portal uses."""
     meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
     labels = {k: str(v) for k, v in (meta.get("labels") or {}).items()}

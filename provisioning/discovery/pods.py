@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import contract
 from .resources import DRA_DRIVER, DRA_GPU, DRA_MIG_PREFIX, NVIDIA, quantity
 
 
@@ -49,7 +50,7 @@ def _pod_extended(spec: Mapping[str, Any]) -> dict[str, int]:
 
 def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[str, Any]] = (),
                dra_device_keys: Mapping[tuple[str, str], tuple[str, str]] | None = None,
-               label_domain: str = "gpu-portal.io") -> list[PodUse]:
+               label_domain: str = contract.DEFAULT_LABEL_DOMAIN) -> list[PodUse]:
     """GPU holders among non-terminated pods. DRA devices are attributed through the allocated ResourceClaims that
     reserve them for a pod (`status.reservedFor`), mapped to nodes by `dra_device_keys`: (pool, device) ->
     (node, resource key)."""
@@ -81,14 +82,14 @@ def parse_pods(pods: Iterable[Mapping[str, Any]], *, claims: Iterable[Mapping[st
         resources.update(held_by_pod.get(meta.get("uid", ""), {}))
         if not resources:
             continue  # no NVIDIA extended resource, and no GPU device allocated to its claims (yet)
-        labels = meta.get("labels") or {}
-        request_id = quantity(labels.get(f"{label_domain}/request-id"))
+        identity = contract.pod_identity(pod, label_domain)
         found.append(
             PodUse(
                 namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
                 node=spec.get("nodeName") or node_of_pod_claims.get(meta.get("uid", ""), ""),
-                phase=status.get("phase", "Pending"), resources=dict(resources), request_id=request_id,
-                team=labels.get(f"{label_domain}/team", ""), started_at=status.get("startTime"),
+                phase=status.get("phase", "Pending"), resources=dict(resources),
+                request_id=contract.attributed_request_id(identity), team=identity.team,
+                started_at=status.get("startTime"),
             )
         )  # fmt: skip
     return found

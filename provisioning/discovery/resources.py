@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from gpu.catalogue import GpuModelSpec
+from gpu.vocabulary import BOTH, DEVICE_PLUGIN, DRA, EXCLUSIVE, MIG, TIME_SLICING
 
 NVIDIA = "nvidia.com/"
 GPU = "nvidia.com/gpu"
@@ -17,8 +18,6 @@ DRA_MIG_PREFIX = "gpu.nvidia.com/mig-"
 DRIVER_MAJOR_LABEL = "nvidia.com/cuda.driver-version.major"
 _QUANTITY = re.compile(r"^(?P<number>\d+)$")
 
-EXCLUSIVE, MIG, TIME_SLICING = "exclusive", "mig", "time_slicing"
-DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
 
 
 def quantity(value: Any) -> int | None:

@@ -61,6 +61,9 @@ def summarise_pool(pool: PoolSpec, nodes: Sequence[NodeFacts], catalogue: Catalo
         "scheduling_models": sorted({n.scheduling_model for n in nodes}),
         # Does GFD's driver label exist on every usable node? DRA-only nodes may have no GFD (renderer: affinity.py).
         "driver_major_label": bool(usable) and all(DRIVER_MAJOR_LABEL in n.labels for n in usable),
+        # Does mig-manager run there? Only it writes nvidia.com/mig.config.state (mig-parted v0.15.0
+        # deployments/container/reconfigure-mig.sh); static or cloud-configured MIG nodes never carry it.
+        "mig_config_state_label": bool(usable) and all(n.mig_config_state for n in usable),
     }
 
 

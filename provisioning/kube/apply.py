@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes.dynamic.resource import Resource
 
 from provisioning.appliers.base import AppliedRef, KubeObject, require_selector
+from provisioning.contract import DEFAULT_LABEL_DOMAIN
 from provisioning.manifests.labels import owner_annotation_key
 from provisioning.kube.client import ClusterConnection, KubeClient, format_label_selector, raw
 from provisioning.kube.errors import KubeError, PermanentKubeError, kube_errors
@@ -62,7 +63,7 @@ class KubernetesApplier:
     """Applies to and deletes from one cluster through its API server. Idempotent in both directions."""
 
     def __init__(
-        self, connection: ClusterConnection, *, client: KubeClient | None = None, label_domain: str = "gpu-portal.io"
+        self, connection: ClusterConnection, *, client: KubeClient | None = None, label_domain: str = DEFAULT_LABEL_DOMAIN
     ) -> None:
         self.connection = connection
         self._owns_client = client is None

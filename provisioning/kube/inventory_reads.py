@@ -9,6 +9,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu.gangapi import API_GROUPS
+from gpu.vocabulary import NATIVE
 from provisioning.kube.apply import with_type_meta
 from provisioning.kube.client import KubeClient, raw
 from provisioning.kube.errors import PermanentKubeError, kube_errors
@@ -18,12 +20,8 @@ ACTIVE_POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 LIST_PAGE_SIZE = 500
 
 # API groups whose presence means a gang scheduler is installed (reference §5-§8).
-GANG_GROUPS = {
-    "scheduling.volcano.sh": "volcano",
-    "scheduling.run.ai": "kai",
-    "kueue.x-k8s.io": "kueue",
-}
-NATIVE_GANG_GROUP = "scheduling.k8s.io"  # v1 serves only PriorityClass; the Workload API is v1alpha1/v1alpha2/v1beta1
+GANG_GROUPS = {group: backend for backend, group in API_GROUPS.items() if backend != NATIVE}
+NATIVE_GANG_GROUP = API_GROUPS[NATIVE]  # v1 serves only PriorityClass; the Workload API is v1alpha1/v1alpha2/v1beta1
 
 
 @dataclass(frozen=True)
@@ -97,7 +95,7 @@ def installed_gang_schedulers(kube: KubeClient, groups: Mapping[str, list[str]] 
         if version != "v1" and _serves_kind(kube, NATIVE_GANG_GROUP, version, "workloads")
     )
     if workload_versions:
-        found.append(InstalledGangScheduler("native", NATIVE_GANG_GROUP, workload_versions))
+        found.append(InstalledGangScheduler(NATIVE, NATIVE_GANG_GROUP, workload_versions))
     return sorted(found, key=lambda item: item.backend)
 
 

@@ -15,7 +15,7 @@ from kubernetes import watch
 
 from provisioning.kube.apply import with_type_meta
 from provisioning.kube.client import KubeClient, raw
-from provisioning.kube.errors import kube_errors
+from provisioning.kube.errors import KubeError, kube_errors
 from provisioning.kube.reads import WATCH_READ_MARGIN, WatchEvent
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -66,6 +66,18 @@ def read_admission_check(kube: KubeClient, name: str) -> dict[str, Any]:
     resource = kube.resource(KUEUE_API, "AdmissionCheck")
     with kube_errors(f"read AdmissionCheck {name}"):
         return kube.dynamic.get(resource, name=name, serializer=raw)
+
+
+def read_cluster_queue(kube: KubeClient, name: str) -> dict[str, Any] | None:
+    """The ClusterQueue, or None when the cluster has none of that name."""
+    resource = kube.resource(KUEUE_API, "ClusterQueue")
+    try:
+        with kube_errors(f"read ClusterQueue {name}"):
+            return kube.dynamic.get(resource, name=name, serializer=raw)
+    except KubeError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 def patch_admission_check_conditions(kube: KubeClient, check: Mapping[str, Any], conditions: list[dict]) -> dict:

@@ -1,14 +1,20 @@
 """Pod affinity for fabric isolation (reference §9), the driver floor by node label (reference §10) and MIG readiness (§11).
 
-MIG readiness: a pod that needs MIG devices (device plugin) requires `nvidia.com/mig.config.state=success`, the
-label mig-manager sets once the node's layout is applied (NVIDIA/mig-parted v0.15.0 `deployments/container/
-reconfigure-mig.sh`): while it reads pending or rebooting the device plugin is paused and the advertised slices
-are about to change, and a `failed` layout may not be the one the pod was rendered for. DRA pods are left out:
-the driver's ResourceSlices list only the MIG devices that exist, and DRA nodes need not run mig-manager.
+MIG readiness: a pod that needs MIG devices (device plugin) on a pool mig-manager configures requires
+`nvidia.com/mig.config.state=success`, the label mig-manager sets once the node's layout is applied
+(NVIDIA/mig-parted v0.15.0 `deployments/container/reconfigure-mig.sh`): while it reads pending or rebooting the
+device plugin is paused and the advertised slices are about to change, and a `failed` layout may not be the one
+the pod was rendered for. Only mig-manager writes the label, so statically or cloud-configured MIG nodes never
+carry it: the requirement is a per-pool fact (`pool.mig_ready_label`, declared or seen on every node at the last
+sync), added only where it is True. DRA pods are left out: the driver's ResourceSlices list only the MIG devices
+that exist, and DRA nodes need not run mig-manager.
 """
 
 from __future__ import annotations
 
+from gpu.vocabulary import DRA, MIG
+
+from ..contract import TEAM, domain_key
 from .context import RenderContext
 from .errors import RenderError
 from .labels import selector_for_request
@@ -25,7 +31,7 @@ def node_requirements(ctx: RenderContext) -> list[dict]:
     """matchExpressions that must all hold on the node (they go into one nodeSelectorTerm: terms are ORed)."""
     request, pool = ctx.request, ctx.cluster.pool
     expressions = []
-    if request.strategy == "mig" and ctx.cluster.scheduling_model != "dra":
+    if request.strategy == MIG and ctx.cluster.scheduling_model != DRA and pool.mig_ready_label is True:
         expressions.append({"key": MIG_CONFIG_STATE_LABEL, "operator": "In", "values": ["success"]})
     if (request.fabric_isolation == "tenant_exclusive" and pool.nvlink_domain) or compute_domain_needed(ctx):
         # A node without the clique label never falls in an anti-affinity domain, so it must be excluded.
@@ -47,7 +53,7 @@ def driver_floor_by_label(ctx: RenderContext) -> bool:
     """Device plugin pods pin the floor on GFD's label (the device plugin ships GFD). On DRA the claim's CEL selector
     on `driverVersion` is the constraint (devices.py); the label is added only where discovery saw it on every node
     of the pool: DRA-only nodes may carry no GFD label at all, and a required label they lack matches no node."""
-    if ctx.cluster.scheduling_model != "dra":
+    if ctx.cluster.scheduling_model != DRA:
         return True
     return ctx.cluster.pool.driver_major_label is True
 
@@ -58,7 +64,7 @@ def build_tenant_anti_affinity(ctx: RenderContext) -> dict:
     `Exists` matters: `NotIn` alone also matches pods without the team label (DaemonSets, system pods), which
     would make every node look occupied by "another tenant".
     """
-    team_key = f"{ctx.domain}/team"
+    team_key = domain_key(ctx.domain, TEAM)
     topology_key = CLIQUE_LABEL if ctx.cluster.pool.nvlink_domain else HOSTNAME_LABEL
     return {
         "requiredDuringSchedulingIgnoredDuringExecution": [

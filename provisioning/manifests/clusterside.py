@@ -5,7 +5,10 @@ and started: the cluster-side half of rendering, as data (the register shows it,
   in Kueue's Configuration (`apis/config/v1beta2/configuration_types.go` DeviceClassMapping); a DeviceClass it has
   no mapping for makes the workload inadmissible (`pkg/dra/claims.go`, "DeviceClass ... is not mapped in DRA
   configuration"). Pods asking an extended resource a DeviceClass declares need no mapping
-  (`KueueDRAIntegrationExtendedResource`, beta and on in 0.19), only that name in the ClusterQueue.
+  (`KueueDRAIntegrationExtendedResource`, beta and on in 0.19), only that name in the ClusterQueue. The IMEX channel
+  claim of a ComputeDomain (GB200/GB300 gangs, device plugin or DRA GPUs alike) is a claim like any other: its
+  template (dra-driver-nvidia-gpu v0.4.1 `templates/compute-domain-workload-claim-template.tmpl.yaml`) asks one
+  device of `compute-domain-default-channel.nvidia.com`, which needs a mapping too, whatever serves the GPUs.
 - NVIDIA DRA driver (dra-driver-nvidia-gpu v0.4.1): `GpuConfig` time-slicing settings need the alpha
   `TimeSlicingSettings` gate; without it the renderer leaves them out (each replica's claim holds whole devices).
 - Kubernetes: DRAExtendedResource (KEP-5004) is on by default from 1.36; before, pods asking `nvidia.com/gpu` are
@@ -17,11 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpu.vocabulary import KUEUE
+
 from .devices import EXTENDED_RESOURCE_MINOR, GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TIME_SLICING_GATE
+from .nvlink import CHANNEL_DEVICE_CLASS
 
 # The logical resource each DeviceClass the renderer uses is charged as in Kueue (a qualified name: DNS subdomain
 # prefix, '/', DNS label). The ClusterQueue's coveredResources and nominalQuota use the same names.
-KUEUE_DRA_RESOURCES = {GPU_DEVICE_CLASS: "gpu.nvidia.com/devices", MIG_DEVICE_CLASS: "mig.nvidia.com/devices"}
+KUEUE_DRA_RESOURCES = {GPU_DEVICE_CLASS: "gpu.nvidia.com/devices", MIG_DEVICE_CLASS: "mig.nvidia.com/devices",
+                       CHANNEL_DEVICE_CLASS: "compute-domain.nvidia.com/channels"}
 
 
 def kueue_dra_configuration(device_classes: Iterable[str]) -> dict[str, Any]:
@@ -37,9 +44,11 @@ def kueue_dra_configuration(device_classes: Iterable[str]) -> dict[str, Any]:
     }
 
 
-def device_classes_for(sharing_modes: Iterable[str]) -> list[str]:
-    """The DeviceClasses claims for pools of these sharing modes name (devices.build_device_request)."""
-    return sorted({MIG_DEVICE_CLASS if mode == "mig" else GPU_DEVICE_CLASS for mode in sharing_modes})
+def device_classes_for(sharing_modes: Iterable[str], *, compute_domains: bool = False) -> list[str]:
+    """The DeviceClasses the claims name: those of DRA pools of these sharing modes (devices.build_device_request),
+    and the IMEX channel class where the cluster's pods get ComputeDomains (nvlink.add_imex_channel)."""
+    classes = {MIG_DEVICE_CLASS if mode == "mig" else GPU_DEVICE_CLASS for mode in sharing_modes}
+    return sorted(classes | ({CHANNEL_DEVICE_CLASS} if compute_domains else set()))
 
 
 def dra_requirements(
@@ -49,26 +58,32 @@ def dra_requirements(
     sharing_modes: Iterable[str],
     feature_gates: Iterable[str],
     extended_resources: Mapping[str, str],
+    compute_domains: bool = False,
 ) -> list[dict[str, Any]]:
-    """Requirements of a cluster with DRA pools of these sharing modes: [{key, component, met, text, config?}].
+    """Requirements of a cluster with DRA pools of these sharing modes, or whose pods get ComputeDomains (their IMEX
+    channel is a DRA claim even where the device plugin serves the GPUs): [{key, component, met, text, config?}].
     `met` is True or False where the portal knows (declared gates, discovered DeviceClasses), None where it cannot
     see the setting (Kueue's Configuration lives in a ConfigMap the portal does not read).
     `extended_resources`: DeviceClass name -> the extendedResourceName it declares (discovered)."""
     modes = sorted(set(sharing_modes))
-    if not modes:
+    if not modes and not compute_domains:
         return []
     found = []
-    classes = device_classes_for(modes)
-    if gang_scheduler == "kueue":
+    classes = device_classes_for(modes, compute_domains=compute_domains)
+    if gang_scheduler == KUEUE:
         config = kueue_dra_configuration(classes)
         names = ", ".join(KUEUE_DRA_RESOURCES[c] for c in classes)
+        channel = (f" Each pod's IMEX channel claim names {CHANNEL_DEVICE_CLASS} (one device a pod): unmapped, "
+                   "Kueue marks every gang with a ComputeDomain inadmissible." if compute_domains else "")
         found.append({
             "key": "kueue_device_class_mappings", "component": "Kueue", "met": None, "config": config,
             "text": (f"Kueue admits the DRA pods only if its Configuration maps {', '.join(classes)} in "
                      f"resources.deviceClassMappings (as {names}) and the ClusterQueue covers {names}; pods always "
                      "use ResourceClaimTemplates (Kueue refuses pods naming a ResourceClaim), and the gangs Kueue "
-                     "admits carry no claim config (unsupported by Kueue)."),
+                     "admits carry no claim config (unsupported by Kueue)." + channel),
         })  # fmt: skip
+    if not modes:
+        return found
     if "time_slicing" in modes:
         gated = TIME_SLICING_GATE in set(feature_gates)
         found.append({
@@ -88,7 +103,7 @@ def dra_requirements(
         listing = ", ".join(f"{resource} ({name})" for name, resource in sorted(served.items()))
         text = (f"DeviceClasses serve extended resources: {listing}. Requests without a driver floor are rendered "
                 "with those limits instead of claims" + ("; Kueue charges them by that name without a mapping."
-                                                         if gang_scheduler == "kueue" else "."))
+                                                         if gang_scheduler == KUEUE else "."))
         found.append({"key": "dra_extended_resource", "component": "Kubernetes", "met": True, "text": text})
     else:
         found.append({"key": "dra_extended_resource", "component": "Kubernetes", "met": False,

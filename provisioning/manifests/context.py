@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpu.vocabulary import STRATEGIES
+from gpu.vocabulary import SCHEDULING_MODELS, STRATEGIES, WORKLOAD_CLASSES
 
 from .errors import RenderError
 from .labels import pod_annotations, request_labels
@@ -15,8 +15,6 @@ from .spec import ClusterProfile, RequestSpec
 SUPPORTED_MINORS = (34, 35, 36, 37)
 _VERSION = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
 
-WORKLOAD_CLASSES = ("training", "inference", "development")
-SCHEDULING_MODELS = ("device_plugin", "dra")
 
 
 def kubernetes_minor(version: str) -> int:

@@ -11,7 +11,7 @@ the portal may give one pod several shares. DRA pools have no device plugin: not
 
 from __future__ import annotations
 
-from gpu.vocabulary import EXCLUSIVE, MIG, MPS, REPLICATED, TIME_SLICING
+from gpu.vocabulary import DEVICE_PLUGIN, DRA, EXCLUSIVE, MIG, MPS, REPLICATED, TIME_SLICING
 
 from .devices import GPU
 from .errors import RenderError
@@ -20,9 +20,9 @@ from .spec import PoolProfile
 SHARING_KEY = {TIME_SLICING: "timeSlicing", MPS: "mps"}
 
 
-def build_device_plugin_config(pool: PoolProfile, *, scheduling_model: str = "device_plugin") -> dict | None:
+def build_device_plugin_config(pool: PoolProfile, *, scheduling_model: str = DEVICE_PLUGIN) -> dict | None:
     """The config for the pool's nodes as a dict (YAML-ready), or None for a DRA pool."""
-    if scheduling_model == "dra":
+    if scheduling_model == DRA:
         return None
     if pool.sharing_mode == MIG:
         return {"version": "v1", "flags": {"migStrategy": pool.mig_strategy}}

@@ -5,12 +5,15 @@ DRA (`resource.k8s.io/v1`, reference §4): a ResourceClaimTemplate, so every pod
 by CEL on the NVIDIA driver's device attributes. Never one ResourceClaim shared by the replicas: Kueue v0.19 refuses
 pods that name a claim (`pkg/controller/core/workload_controller.go`, "DRA resource claims not supported"), a shared
 claim pins every replica to the node holding its devices, and quota and billing would count its devices once per
-pod. A time-sliced (or MPS) DRA request therefore holds its devices per replica, like a whole GPU; the driver's `GpuConfig`
-time-slicing settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate
-(dra-driver-nvidia-gpu v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise).
-A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a DeviceClass with
-`extendedResourceName`, KEP-5004); the device plugin must not manage the same node either way.
-MPS through the driver's `MpsConfig` likewise only where the cluster declares MPSSupport.
+pod. A time-sliced (or MPS) DRA request therefore holds its devices per replica, a whole GPU each: the v0.4.1 driver
+publishes no `allowMultipleAllocations` (`cmd/gpu-kubelet-plugin/deviceinfo.go`), so no two claims share a device, and
+its sharing settings only divide the device between the pod's own processes. The driver's `GpuConfig` time-slicing
+settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate (dra-driver-nvidia-gpu
+v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise); MPS (an uncapped MPS
+server for the pod's processes) only where the cluster declares MPSSupport, and never under Kueue, which takes no
+claim config. A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a
+DeviceClass with `extendedResourceName`, KEP-5004): whole GPUs and MIG, not on Volcano (gangapi); the device plugin
+must not manage the same node either way.
 
 Time-slicing and MPS pods are pinned to nodes whose GFD label `nvidia.com/gpu.sharing-strategy` names their mode
 (`time-slicing` / `mps`, k8s-device-plugin v0.20.0 `api/config/v1/sharing.go`). The device plugin's MPS config
@@ -22,8 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpu import gangapi
 from gpu.catalogue import parse_profile
-from gpu.vocabulary import GFD_SHARING_STRATEGY, MPS, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
+from gpu.vocabulary import DRA, GFD_SHARING_STRATEGY, KUEUE, MPS, REPLICATED, SHARING_MODE_FOR_STRATEGY, TIME_SLICING
 
 from .context import RenderContext
 from .errors import RenderError
@@ -61,7 +65,7 @@ class GpuPlacement:
 
 def gpu_placement(ctx: RenderContext) -> GpuPlacement:
     _check_pool(ctx)
-    placement = _dra(ctx) if ctx.cluster.scheduling_model == "dra" else _device_plugin(ctx)
+    placement = _dra(ctx) if ctx.cluster.scheduling_model == DRA else _device_plugin(ctx)
     placement.tolerations = [build_toleration(taint) for taint in ctx.cluster.pool.taints]
     return placement
 
@@ -85,13 +89,19 @@ def _check_pool(ctx: RenderContext) -> None:
         )
     if request.strategy == "mig" and not request.mig_profile:
         raise RenderError("A MIG request needs a MIG profile (e.g. 1g.18gb); the decision carries none.")
-    if request.strategy == MPS and ctx.cluster.scheduling_model == "dra" and not ctx.cluster.dra_mps_support:
+    if request.strategy == MPS and ctx.cluster.scheduling_model == DRA and not ctx.cluster.dra_mps_support:
         raise RenderError(
             f"Cluster {ctx.cluster.name} does not declare the NVIDIA DRA driver's MPSSupport feature gate (alpha, off "
             "by default): the driver would refuse the claim's MPS config. Turn the gate on and declare it on the "
             "cluster, or place the request on a device-plugin MPS pool."
         )
-    if request.strategy == MPS and ctx.cluster.scheduling_model != "dra" and request.gpus_per_replica != 1:
+    if request.strategy == MPS and ctx.cluster.scheduling_model == DRA and kueue_managed(ctx):
+        raise RenderError(
+            f"Request {request.name} asks for MPS, but Kueue admits its gang, and Kueue's DRA integration takes no "
+            "claim config (kueue v0.19.2 docs, Dynamic Resource Allocation, Limitations): the claims could not start "
+            "an MPS server and the pods would get plain whole GPUs. Ask for one replica, or for whole GPUs."
+        )
+    if request.strategy == MPS and ctx.cluster.scheduling_model != DRA and request.gpus_per_replica != 1:
         raise RenderError(
             f"An MPS pod asks for one share; this request asks for {request.gpus_per_replica} per replica. The device "
             "plugin fails MPS requests for more than one share (failRequestsGreaterThanOne defaults to true for MPS)."
@@ -250,7 +260,7 @@ def _gpu_config(sharing: dict) -> dict:
 
 def kueue_managed(ctx: RenderContext) -> bool:
     """Kueue admits only workloads carrying its queue-name label, which the renderer puts on Kueue gangs (gang.py)."""
-    return ctx.request.gang is not None and ctx.request.gang.backend == "kueue"
+    return ctx.request.gang is not None and ctx.request.gang.backend == KUEUE
 
 
 def wants_time_slicing_config(ctx: RenderContext) -> bool:
@@ -274,15 +284,13 @@ def build_time_slicing_config() -> dict:
 
 
 def build_mps_config(ctx: RenderContext) -> dict:
-    """MPS through the NVIDIA DRA driver (its MPSSupport gate): each client gets 1/replicas of the threads and of the
-    device memory, as the device plugin's MPS daemon gives it. Field names from dra-driver-nvidia-gpu v0.4.1
-    `api/nvidia.com/resource/v1beta1/sharing.go` (`MpsConfig`)."""
-    pool = ctx.cluster.pool
-    replicas = max(int(pool.time_slicing_replicas or 1), 1)
-    mps: dict = {"defaultActiveThreadPercentage": max(100 // replicas, 1)}
-    if pool.gpu_memory_mib:
-        mps["defaultPinnedDeviceMemoryLimit"] = f"{pool.gpu_memory_mib // replicas}Mi"
-    return _gpu_config({"strategy": "MPS", "mpsConfig": mps})
+    """MPS through the NVIDIA DRA driver (its MPSSupport gate): an MPS server for the pod's own processes on the
+    devices its claim holds, with no cap. The claim is the pod's alone and holds its devices exclusively: the
+    v0.4.1 driver publishes no `allowMultipleAllocations` (`cmd/gpu-kubelet-plugin/deviceinfo.go`), so no other
+    pod's claim can share them, and a cap of 1/replicas would leave the rest of a GPU the team pays for idle. An
+    empty `mpsConfig` sets no limit; it must be there, `MpsConfig.Validate` reads it (dra-driver-nvidia-gpu v0.4.1
+    `api/nvidia.com/resource/v1beta1/sharing.go`, `validate.go`)."""
+    return _gpu_config({"strategy": "MPS", "mpsConfig": {}})
 
 
 def build_claim_spec(ctx: RenderContext) -> dict:
@@ -321,6 +329,14 @@ def _dra_extended_resource(ctx: RenderContext, resource: str) -> GpuPlacement:
     if resource not in cluster.dra_extended_resources:
         raise RenderError(
             f"No DeviceClass on {cluster.name} declares extendedResourceName {resource} (last sync); re-run placement."
+        )
+    scheduler_owns = cluster.gang_scheduler_owns_gpu_nodes or ctx.request.gang is not None
+    if scheduler_owns and (refusal := gangapi.dra_extended_resource_refusal(cluster.gang_scheduler)):
+        raise RenderError(f"{refusal}. Re-run placement: on {cluster.name} DRA requests get claims.")
+    if ctx.request.strategy in REPLICATED:
+        raise RenderError(
+            f"A {ctx.request.strategy.replace('_', '-')} request keeps its claim: the claim the scheduler makes for "
+            f"{resource} carries no sharing config. Re-run placement."
         )
     return GpuPlacement(
         limits={resource: str(int(ctx.request.gpus_per_replica))},

@@ -15,9 +15,10 @@ A backend contributes objects (PodGroup, Workload) and marks on the Job and its 
   owned by a Job they would make Kueue account for the same pods twice, so they are not used. Kueue gates
   admission, not placement: an all-or-nothing *start* also needs `waitForPodsReady` in Kueue's config.
 - native (KEP-4671), in the shape of the cluster's minor version: 1.35 `v1alpha1` Workload + pod
-  `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup`; 1.37 `v1beta1` Workload +
-  PodGroup (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
-  the `GenericWorkload` gate (off by default in 1.37; gangapi.py). 1.34 has no native gang.
+  `workloadRef`; 1.36 `v1alpha2` Workload + PodGroup + pod `schedulingGroup` (both only where the cluster declares
+  the alpha `GenericWorkload` and `GangScheduling` gates); 1.37 `v1beta1` Workload + PodGroup
+  (`workloadRef.{workloadName, templateName}`) + pod `schedulingGroup`, only where the cluster declares
+  `GenericWorkload` (off by default in 1.37; gangapi.py). 1.34 has no native gang.
 
 Pods that need no gang (inference, development, one-replica training) on a cluster whose GPU nodes Volcano or
 KAI schedule use that scheduler too (`scheduler_wiring`): two schedulers handing out the same GPUs race, and
@@ -34,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu import gangapi
+from gpu.vocabulary import GANG_SCHEDULERS, KAI, KUEUE, NATIVE, NO_GANG_SCHEDULER, TRAINING, VOLCANO
 
 from .context import RenderContext
 from .devices import GpuPlacement
@@ -41,7 +43,7 @@ from .errors import RenderError
 from .names import child_name, team_queue_name
 from .sizing import host_resources
 
-BACKENDS = ("volcano", "kai", "kueue", "native")
+BACKENDS = GANG_SCHEDULERS
 POD_GROUP_TEMPLATE = "workers"  # the one pod group of a training Job (native API)
 
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -50,7 +52,7 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-SCHEDULER_NAMES = {"volcano": "volcano", "kai": "kai-scheduler"}
+SCHEDULER_NAMES = {VOLCANO: "volcano", KAI: "kai-scheduler"}
 
 # Kueue v0.19 TAS: the pod set is admitted only into one domain of this level (site docs
 # concepts/topology_aware_scheduling.md; pkg/controller/constants).
@@ -64,7 +66,8 @@ def gang_topology(ctx: RenderContext) -> tuple[str, str] | None:
     key, name = cluster.gang_topology_key, cluster.gang_topology_name
     if not (key or name):
         return None
-    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates):
+    if gangapi.topology_refusal(cluster.gang_scheduler, ctx.minor, key, name, cluster.feature_gates,
+                                dra=cluster.scheduling_model == "dra"):
         return None
     return key, name
 
@@ -89,9 +92,9 @@ def gang_wiring(
     if gang is None:
         return None
     _check_gang(ctx)
-    if gang.backend == "native":
+    if gang.backend == NATIVE:
         return _native(ctx, job_name, placement, owner_kind)
-    builder = {"volcano": _volcano, "kai": _kai, "kueue": _kueue}[gang.backend]
+    builder = {VOLCANO: _volcano, KAI: _kai, KUEUE: _kueue}[gang.backend]
     return builder(ctx, job_name, placement)
 
 
@@ -102,7 +105,7 @@ def scheduler_wiring(ctx: RenderContext) -> GangWiring | None:
     if backend not in SCHEDULER_NAMES or not ctx.cluster.gang_scheduler_owns_gpu_nodes:
         return None
     queue = team_queue_name(ctx.request.team)
-    if backend == "volcano":
+    if backend == VOLCANO:
         return GangWiring(pod_annotations={VOLCANO_QUEUE_ANNOTATION: queue},
                           pod_spec={"schedulerName": SCHEDULER_NAMES[backend]})
     return GangWiring(job_labels={KAI_QUEUE_LABEL: queue}, pod_labels={KAI_QUEUE_LABEL: queue},
@@ -111,7 +114,7 @@ def scheduler_wiring(ctx: RenderContext) -> GangWiring | None:
 
 def _check_gang(ctx: RenderContext) -> None:
     request, cluster, gang = ctx.request, ctx.cluster, ctx.request.gang
-    if gang.backend == "none" or cluster.gang_scheduler == "none":
+    if gang.backend == NO_GANG_SCHEDULER or cluster.gang_scheduler == NO_GANG_SCHEDULER:
         raise RenderError(
             f"Request {request.name} needs gang scheduling but cluster {cluster.name} has no gang scheduler "
             "(gang_scheduler 'none'): some replicas could hold GPUs while others wait. Place it on a cluster with "
@@ -124,7 +127,7 @@ def _check_gang(ctx: RenderContext) -> None:
             f"The request was decided for gang backend {gang.backend!r} but cluster {cluster.name} runs "
             f"{cluster.gang_scheduler!r}; re-run placement."
         )
-    if request.workload_class != "training":
+    if request.workload_class != TRAINING:
         raise RenderError(f"Gang scheduling applies to training Jobs only; this is a {request.workload_class} request.")
     if not 1 <= gang.min_members <= request.replicas:
         raise RenderError(
@@ -158,7 +161,7 @@ def _volcano(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> Gang
     return GangWiring(
         objects=[build_volcano_pod_group(ctx, job_name, placement)],
         pod_annotations={VOLCANO_GROUP_ANNOTATION: job_name},
-        pod_spec={"schedulerName": SCHEDULER_NAMES["volcano"]},
+        pod_spec={"schedulerName": SCHEDULER_NAMES[VOLCANO]},
     )
 
 
@@ -186,7 +189,7 @@ def _kai(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiri
         job_annotations={KAI_SKIP_PODGROUPER: "true"},
         pod_labels={KAI_QUEUE_LABEL: queue},
         pod_annotations={KAI_GROUP_ANNOTATION: job_name, KAI_SKIP_PODGROUPER: "true"},
-        pod_spec={"schedulerName": SCHEDULER_NAMES["kai"]},
+        pod_spec={"schedulerName": SCHEDULER_NAMES[KAI]},
     )
 
 

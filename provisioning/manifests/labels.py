@@ -1,33 +1,22 @@
 """Labels, annotations and the label selector that tie every rendered object to its request.
 
 Metering reads pods, so pod templates carry the same labels as their owners plus annotations with the
-request's GPU share. Appliers find (and delete) everything of a request with `selector_for_request()`.
+request's GPU share. Appliers find (and delete) everything of a request with `selector_for_request()`. The keys
+and what a reader makes of them are the cluster-object contract (`provisioning/contract.py`).
 """
 
 from __future__ import annotations
 
+from gpu.vocabulary import MIG
+
+from ..contract import (CLUSTER, COST_CENTER, DEVICES, GPU_EQUIVALENTS, GPU_MODEL, MANAGED_BY, MANAGED_BY_KEY,
+                        MIG_PROFILE, NAME_KEY, OWNER, REQUEST_ID, STRATEGY, TEAM, WORKLOAD_CLASS, domain_key,
+                        selector_for_request, selector_string)
 from .names import label_value
 from .spec import ClusterProfile, RequestSpec
 
-MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
-MANAGED_BY = "gpu-portal"
-NAME_KEY = "app.kubernetes.io/name"
-
-
-def domain_key(label_domain: str, name: str) -> str:
-    return f"{label_domain}/{name}"
-
-
-def selector_for_request(request_id: int, label_domain: str) -> dict[str, str]:
-    """matchLabels that select every object (and pod) rendered for one request.
-
-    Turn it into a `?labelSelector=` string with `selector_string()`.
-    """
-    return {MANAGED_BY_KEY: MANAGED_BY, domain_key(label_domain, "request-id"): str(int(request_id))}
-
-
-def selector_string(selector: dict[str, str]) -> str:
-    return ",".join(f"{key}={value}" for key, value in selector.items())
+__all__ = ["MANAGED_BY", "MANAGED_BY_KEY", "NAME_KEY", "domain_key", "mark_owned", "owner_annotation_key",
+           "pod_annotations", "request_labels", "selector_for_request", "selector_string", "team_labels"]
 
 
 def request_labels(request: RequestSpec, cluster: ClusterProfile) -> dict[str, str]:
@@ -36,11 +25,11 @@ def request_labels(request: RequestSpec, cluster: ClusterProfile) -> dict[str, s
     return {
         MANAGED_BY_KEY: MANAGED_BY,
         NAME_KEY: label_value(request.name),
-        f"{d}/request-id": str(int(request.request_id)),
-        f"{d}/team": label_value(request.team),
-        f"{d}/strategy": label_value(request.strategy),
-        f"{d}/workload-class": label_value(request.workload_class),
-        f"{d}/cluster": label_value(cluster.name),
+        domain_key(d, REQUEST_ID): str(int(request.request_id)),
+        domain_key(d, TEAM): label_value(request.team),
+        domain_key(d, STRATEGY): label_value(request.strategy),
+        domain_key(d, WORKLOAD_CLASS): label_value(request.workload_class),
+        domain_key(d, CLUSTER): label_value(cluster.name),
     }
 
 
@@ -50,11 +39,11 @@ def team_labels(team_slug: str, cluster: ClusterProfile, cost_center: str = "") 
     labels = {
         MANAGED_BY_KEY: MANAGED_BY,
         NAME_KEY: "gpu-team",
-        f"{d}/team": label_value(team_slug),
-        f"{d}/cluster": label_value(cluster.name),
+        domain_key(d, TEAM): label_value(team_slug),
+        domain_key(d, CLUSTER): label_value(cluster.name),
     }
     if cost_center:
-        labels[f"{d}/cost-center"] = label_value(cost_center)
+        labels[domain_key(d, COST_CENTER)] = label_value(cost_center)
     return labels
 
 
@@ -62,12 +51,12 @@ def pod_annotations(request: RequestSpec, cluster: ClusterProfile) -> dict[str, 
     """What metering needs to price one pod: its GPU share (exact decimal string, per replica) and devices."""
     d = cluster.label_domain
     annotations = {
-        f"{d}/gpu-equivalents": request.gpu_equivalents_per_replica,
-        f"{d}/gpu-model": request.gpu_model,
-        f"{d}/devices": str(int(request.gpus_per_replica)),
+        domain_key(d, GPU_EQUIVALENTS): request.gpu_equivalents_per_replica,
+        domain_key(d, GPU_MODEL): request.gpu_model,
+        domain_key(d, DEVICES): str(int(request.gpus_per_replica)),
     }
-    if request.strategy == "mig" and request.mig_profile:
-        annotations[f"{d}/mig-profile"] = request.mig_profile
+    if request.strategy == MIG and request.mig_profile:
+        annotations[domain_key(d, MIG_PROFILE)] = request.mig_profile
     return annotations
 
 
@@ -75,7 +64,7 @@ def owner_annotation_key(label_domain: str) -> str:
     """Annotation naming the object that should own this one ("batch/v1 Job <name>", same namespace). The owner's
     uid exists only once the owner is applied, so the Kubernetes applier turns it into `ownerReferences`
     (provisioning/kube/apply.py); deleting the owner then lets the garbage collector remove this object."""
-    return domain_key(label_domain, "owner")
+    return domain_key(label_domain, OWNER)
 
 
 def mark_owned(obj: dict, owner: dict, label_domain: str) -> dict:

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 
+from gpu.vocabulary import INFERENCE
+
+from ..contract import WORKLOAD_CLASS, domain_key
 from .errors import RenderError
 from .labels import team_labels
 from .names import DNS_1123_LABEL, LABEL_VALUE
@@ -93,7 +96,7 @@ def build_default_deny_ingress(team: TeamSpec, cluster: ClusterProfile, namespac
 def build_ingress_controller_policy(team: TeamSpec, cluster: ClusterProfile, namespace: str) -> dict | None:
     if not cluster.ingress_controller:
         return None
-    inference_pods = {f"{cluster.label_domain}/workload-class": "inference"}
+    inference_pods = {domain_key(cluster.label_domain, WORKLOAD_CLASS): INFERENCE}
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

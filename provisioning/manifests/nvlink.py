@@ -22,6 +22,9 @@ from .names import child_name
 
 API_VERSION = "resource.nvidia.com/v1beta1"
 IMEX_CLAIM = "imex"  # pod-level claim entry of the IMEX channel
+# The DeviceClass the channel template's one request names (driver v0.4.1
+# `templates/deviceclass-compute-domain-default-channel.yaml`, `compute-domain-workload-claim-template.tmpl.yaml`).
+CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
 
 
 def compute_domain_needed(ctx: RenderContext) -> bool:

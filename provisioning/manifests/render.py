@@ -7,6 +7,8 @@ Everything is a plain dict; nothing here does I/O.
 
 from __future__ import annotations
 
+from gpu.vocabulary import DEVELOPMENT, INFERENCE, TRAINING
+
 from .context import RenderContext, make_context
 from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
@@ -88,9 +90,9 @@ def _render_development(ctx: RenderContext, placement: GpuPlacement) -> list[dic
 
 
 _RENDERERS = {
-    "training": _render_training,
-    "inference": _render_inference,
-    "development": _render_development,
+    TRAINING: _render_training,
+    INFERENCE: _render_inference,
+    DEVELOPMENT: _render_development,
 }
 
 

@@ -13,7 +13,8 @@ so eight such shares leave room for the system and the operators). Other devices
 Multiplied by the devices per replica. Memory is requested and limited at the same value (a replica that
 outgrows it is OOM-killed rather than starving its neighbours); CPU has no limit (throttling the processes
 that feed a GPU wastes GPU time). Half the memory may be used as /dev/shm, which PyTorch data loaders and
-NCCL need beyond the 64 MiB container default.
+NCCL need beyond the 64 MiB container default; MPS pods get none of their own, their /dev/shm is the MPS
+daemon's (workloads.mps_daemon_shm).
 """
 
 from __future__ import annotations

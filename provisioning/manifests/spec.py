@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..contract import DEFAULT_LABEL_DOMAIN
+
 
 @dataclass(frozen=True)
 class TeamSpec:
@@ -67,6 +69,9 @@ class PoolProfile:
     # Do the pool's nodes carry GFD's nvidia.com/cuda.driver-version.major? None: not known (never synced). DRA-only
     # nodes may run no GFD at all (reference, corrections box item 5), so only a True lets a DRA pod use the label.
     driver_major_label: bool | None = None
+    # MIG pools: does mig-manager's nvidia.com/mig.config.state mark the nodes ready (declared, else seen on every
+    # node at the last sync)? Only a True makes device-plugin MIG pods require it (affinity.py); None: not known.
+    mig_ready_label: bool | None = None
     gpu_memory_mib: int | None = None  # one GPU's memory (MPS splits it between clients)
     gpu_model: str = ""  # catalogue key; when set, the request's model is checked against it (not the SKU)
     dra_product_name: str = ""  # NVML name the pool's DRA devices publish; "" = the request's model's first SKU
@@ -93,7 +98,7 @@ class ClusterProfile:
     dra_mps_support: bool = False  # the NVIDIA DRA driver runs with its MPSSupport feature gate
     # Volcano / KAI schedule every pod on the GPU nodes: non-gang pods use that scheduler too.
     gang_scheduler_owns_gpu_nodes: bool = True
-    label_domain: str = "gpu-portal.io"
+    label_domain: str = DEFAULT_LABEL_DOMAIN
     # NVIDIA DRA driver feature gates the platform declares on (Helm `featureGates`), e.g. ("TimeSlicingSettings",).
     dra_feature_gates: tuple[str, ...] = ()
     # Extended resources the cluster's DeviceClasses declare (`spec.extendedResourceName`), as discovery read them.

@@ -8,8 +8,11 @@ Queues, by backend:
   ClusterQueue `DEFAULT_CLUSTER_QUEUE` the platform is expected to create when it set none.
 - kai: a cluster-scoped `scheduling.run.ai/v2` Queue per team. KAI admits workloads only into *leaf* queues,
   and `cluster.gang_queue` names the platform's parent queue, so each team gets a leaf under it. Its GPU
-  quota (the fair share KAI divides by) is the team's whole-GPU quota; hard limits stay in the namespace's
-  ResourceQuota, the single enforcement point.
+  quota (the fair share KAI divides by) is what KAI will count for the team's work: device-plugin whole GPUs plus
+  the DRA devices of classes KAI charges to a queue (gangapi.kai_counts_device_class: `gpu.nvidia.com`, which on a
+  DRA cluster holds whole-GPU, time-sliced and MPS claims alike). `mig.nvidia.com` is left out: KAI v0.17.0 never
+  charges it, so a quota for it would be a share no pod can use. Hard limits stay in the namespace's
+  ResourceQuota, the single enforcement point (and the only one DRA MIG has).
 - volcano: a cluster-scoped `scheduling.volcano.sh/v1beta1` Queue per team, child of `cluster.gang_queue`
   when set, so teams get proportional shares instead of all landing in `default`. No capability: again the
   ResourceQuota caps.
@@ -18,7 +21,10 @@ Queues, by backend:
 
 from __future__ import annotations
 
-from .devices import GPU, GPU_DEVICE_CLASS
+from gpu import gangapi
+from gpu.vocabulary import KAI, KUEUE, VOLCANO
+
+from .devices import GPU
 from .errors import RenderError
 from .labels import team_labels
 from .names import team_namespace, team_queue_name
@@ -90,13 +96,19 @@ def build_local_queue(team: TeamSpec, cluster: ClusterProfile) -> dict:
     }
 
 
+def kai_queue_gpus(team: TeamSpec) -> int:
+    """The GPUs KAI counts for the team's work (module doc): device-plugin whole GPUs and the DRA devices of the
+    classes KAI charges, summed (a cluster may have pools of both models)."""
+    dra = sum(int(n) for device_class, n in team.dra_devices.items() if gangapi.kai_counts_device_class(device_class))
+    return int(team.gpu_quota.get(GPU, 0)) + dra
+
+
 def build_kai_queue(team: TeamSpec, cluster: ClusterProfile) -> dict:
     unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
     spec = {
         "displayName": team.slug,
         "resources": {
-            "gpu": {"quota": int(team.gpu_quota.get(GPU) or team.dra_devices.get(GPU_DEVICE_CLASS, 0)), "limit": -1,
-                    "overQuotaWeight": 1},
+            "gpu": {"quota": kai_queue_gpus(team), "limit": -1, "overQuotaWeight": 1},
             "cpu": dict(unlimited),
             "memory": dict(unlimited),
         },
@@ -123,7 +135,7 @@ def build_volcano_queue(team: TeamSpec, cluster: ClusterProfile) -> dict:
     }
 
 
-QUEUE_BUILDERS = {"kueue": build_local_queue, "kai": build_kai_queue, "volcano": build_volcano_queue}
+QUEUE_BUILDERS = {KUEUE: build_local_queue, KAI: build_kai_queue, VOLCANO: build_volcano_queue}
 
 
 def render_team(team: TeamSpec, cluster: ClusterProfile) -> list[dict]:

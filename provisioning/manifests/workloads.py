@@ -7,9 +7,11 @@ development -> single-replica Deployment
 
 from __future__ import annotations
 
+from gpu.vocabulary import MPS
+
 from .affinity import build_affinity
 from .context import RenderContext
-from .devices import GpuPlacement
+from .devices import GpuPlacement, wants_mps_config
 from .gang import GangWiring
 from .labels import selector_for_request
 from .sizing import host_resources
@@ -20,6 +22,17 @@ HTTP_PORT = 8000  # vLLM, Triton and TGI serve HTTP on 8000 by default
 # A few retries for crashes; preemption and node drains do not count (podFailurePolicy below).
 TRAINING_BACKOFF_LIMIT = 3
 SHM_VOLUME = "dshm"
+
+
+def mps_daemon_shm(ctx: RenderContext) -> bool:
+    """Is the pod's /dev/shm the MPS control daemon's? The device plugin mounts the daemon's shared memory there for
+    every MPS share (k8s-device-plugin v0.20.0 `internal/plugin/mps.go` updateReponse, `cmd/mps-control-daemon/mps/
+    daemon.go` ShmDir), the DRA driver for a claim with an MPS config (dra-driver-nvidia-gpu v0.4.1
+    `cmd/gpu-kubelet-plugin/sharing.go`, its CDI mounts). A volume of the pod's own at /dev/shm would hide it and
+    the clients could not reach the server, so such a pod gets none: its shared memory is the daemon's."""
+    if ctx.request.strategy != MPS:
+        return False
+    return ctx.cluster.scheduling_model != "dra" or wants_mps_config(ctx)
 
 
 def build_container_security_context() -> dict:
@@ -83,7 +96,8 @@ def build_container(
         container["readinessProbe"] = readiness
     container["resources"] = build_resources(ctx, placement)
     container["securityContext"] = build_container_security_context()
-    container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+    if not mps_daemon_shm(ctx):
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
     return container
 
 
@@ -105,13 +119,11 @@ def build_pod_template(
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        "volumes": [
-            {
-                "name": SHM_VOLUME,
-                "emptyDir": {"medium": "Memory", "sizeLimit": f"{host_resources(ctx.request).shm_gi}Gi"},
-            }
-        ],
     }
+    if not mps_daemon_shm(ctx):
+        spec["volumes"] = [
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": f"{host_resources(ctx.request).shm_gi}Gi"}}
+        ]
     if subdomain:
         spec["subdomain"] = subdomain
     if placement.node_selector:

@@ -36,6 +36,13 @@ class NodePool(models.Model):
     )
     driver_version = models.CharField(max_length=20, blank=True, validators=[driver_version_validator])
     nvlink_domain = models.CharField(max_length=120, blank=True, help_text="nvidia.com/gpu.clique value, if any")
+    # Only mig-manager writes nvidia.com/mig.config.state (mig-parted reconfigure-mig.sh); statically or cloud-configured
+    # MIG nodes never carry it, so pods may require it only where mig-manager runs.
+    mig_readiness_label = models.BooleanField(
+        null=True, blank=True, verbose_name="MIG readiness label",
+        help_text="do mig-manager's nvidia.com/mig.config.state labels mark this pool's MIG nodes ready? "
+                  "unknown: as discovery saw the nodes",
+    )
     node_selector = models.JSONField(default=dict, blank=True, help_text="labels that pick this pool's nodes")
     taints = models.JSONField(default=list, blank=True, help_text="taints on the pool's nodes: [{key, value, effect}]")
     scheduling_model = models.CharField(

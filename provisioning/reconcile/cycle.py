@@ -58,14 +58,14 @@ def gang_thresholds() -> dict[str, Thresholds]:
 
 
 def _context(gpu_request: GpuRequest, stall: GangStall | None) -> RequestContext:
-    decision = gpu_request.decision or {}
-    gang = decision.get("gang") or None
+    decision = gpu_request.decision
+    gang = decision.gang
     return RequestContext(
         request_id=gpu_request.pk,
         status=gpu_request.status,
         workload_class=gpu_request.workload_class,
-        replicas=int(decision.get("replicas") or 1),
-        gang_min_members=int(gang["min_members"]) if gang else None,
+        replicas=int(decision.replicas or 1),
+        gang_min_members=int(gang.min_members) if gang else None,
         status_changed_at=gpu_request.status_changed_at,
         pods_missing_since=gpu_request.pods_missing_since,
         stalled_since=stall.detected_at if stall else None,

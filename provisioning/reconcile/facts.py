@@ -10,7 +10,8 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from .. import contract
+from ..contract import parse_time
 
 # Waiting reasons of a container whose image cannot be fetched. The first two are retried by the kubelet with
 # back-off (they may still succeed: a registry outage, a late push); the last two never will.
@@ -25,16 +26,6 @@ JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 
 PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN = "Pending", "Running", "Succeeded", "Failed", "Unknown"
 TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp from the API ("2026-01-01T10:00:00Z") as an aware datetime; None when absent."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def _decimal(value: Any) -> Decimal:
@@ -171,12 +162,8 @@ def _container(status: Mapping[str, Any], images: Mapping[str, str], *, init: bo
 
 
 def request_id_of(pod: Mapping[str, Any], label_domain: str) -> int | None:
-    """The request a pod belongs to, from the portal's labels; None for pods the portal did not create."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if labels.get(MANAGED_BY_KEY) != MANAGED_BY:
-        return None
-    value = labels.get(f"{label_domain}/request-id", "")
-    return int(value) if value.isdigit() else None
+    """The request a pod counts for (the cluster-object contract decides); None for pods the portal did not create."""
+    return contract.bound_request_id(contract.pod_identity(pod, label_domain))
 
 
 def pod_fact(pod: Mapping[str, Any], *, request_id: int, label_domain: str) -> PodFact:
@@ -217,7 +204,7 @@ def pod_fact(pod: Mapping[str, Any], *, request_id: int, label_domain: str) -> P
         disrupted=disruption.get("status") == "True",
         disruption_reason=(disruption.get("reason") or "") if disruption.get("status") == "True" else "",
         deleting=bool(meta.get("deletionTimestamp")),
-        gpu_equivalents=_decimal(annotations.get(f"{label_domain}/gpu-equivalents")),
+        gpu_equivalents=_decimal(contract.pod_annotation(pod, contract.GPU_EQUIVALENTS, label_domain)),
         completion_index=int(index) if isinstance(index, str) and index.isdigit() else None,
         containers=containers,
     )

@@ -37,17 +37,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from gpu.vocabulary import COMPLETED, DEVELOPMENT, INFERENCE, PROVISIONING, STALLED, TRAINING
+from gpu.vocabulary import FAILED as STATUS_FAILED
+from gpu.vocabulary import RUNNING as STATUS_RUNNING
+
 from ..manifests.workloads import TRAINING_BACKOFF_LIMIT
 from .facts import FAILED, IMAGE_PULL_HOPELESS, IMAGE_PULL_RETRYING, PENDING, RUNNING, SUCCEEDED, PodFact
 from .words import PlainEvent, pod_events, termination_words, waiting_for_node_words
 
-# The request statuses these rules deal in (intake.choices.RequestStatus values; a test keeps them equal).
-PROVISIONING, STATUS_RUNNING, STALLED, COMPLETED, STATUS_FAILED = (
-    "provisioning", "running", "stalled", "completed", "failed",
-)  # fmt: skip
+# The request statuses these rules deal in; the pods' phases (Running, Failed) are facts.RUNNING and facts.FAILED.
 RECONCILED_STATUSES = frozenset({PROVISIONING, STATUS_RUNNING, STALLED})
-TRAINING = "training"
-SERVING_CLASSES = frozenset({"inference", "development"})
+SERVING_CLASSES = frozenset({INFERENCE, DEVELOPMENT})
 _PHASE_RANK = {SUCCEEDED: 4, RUNNING: 3, PENDING: 2, FAILED: 1}
 
 

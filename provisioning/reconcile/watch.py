@@ -22,7 +22,7 @@ from ..kube.client import KubeClient
 from ..kube.connection import cluster_connection
 from ..kube.errors import KubeError
 from ..kube.reads import list_pods_snapshot, watch_pods
-from ..manifests.labels import MANAGED_BY, MANAGED_BY_KEY
+from ..contract import MANAGED_BY, MANAGED_BY_KEY
 from ..models import Cluster, ClusterReconcileState
 from .cycle import CycleOutcome, status_reconcile
 from .facts import request_id_of

@@ -29,5 +29,5 @@ def request_access(*, gpu_request) -> dict | None:
             lines.append(f"kubectl -n {namespace} port-forward service/{service['name']} 8080:{port}")
     if kind in ("deployment", "job", "statefulset"):
         lines.append(f"kubectl -n {namespace} exec -it {kind}/{workload['metadata']['name']} -- /bin/sh")
-    return {"cluster": gpu_request.decision.get("cluster", ""), "namespace": namespace, "services": services,
+    return {"cluster": gpu_request.decision.cluster, "namespace": namespace, "services": services,
             "workload": f"{workload['kind']} {workload['metadata']['name']}", "kubectl": lines}

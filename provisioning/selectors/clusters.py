@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
+from intake.decisions import Decision
 from portal.roles import is_platform
 
 from ..inventory_sync import no_api_server_note
@@ -34,15 +35,15 @@ def pool_get(*, cluster_id, pool_id) -> NodePool:
     return pool
 
 
-def pool_for_decision(decision: dict) -> NodePool:
+def pool_for_decision(decision: Decision) -> NodePool:
     """The pool (with its cluster and GPU model) a decision placed the request on."""
     return NodePool.objects.select_related("cluster", "gpu_model").get(
-        cluster__name=decision["cluster"], name=decision["node_pool"]
+        cluster__name=decision.cluster, name=decision.node_pool
     )
 
 
 def cluster_for_request(*, gpu_request) -> Cluster:
-    return Cluster.objects.get(name=gpu_request.decision["cluster"])
+    return Cluster.objects.get(name=gpu_request.decision.cluster)
 
 
 SYNC_FAILED_FOR_OTHERS = "The last inventory sync failed; the platform team has the details."

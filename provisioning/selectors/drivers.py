@@ -36,19 +36,19 @@ def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None)
         )
     else:
         requests = sorted((r for r in requests if r.status in HOLDING_STATUSES
-                           and r.decision.get("cluster") == pool.cluster.name
-                           and r.decision.get("node_pool") == pool.name), key=lambda r: r.pk)
+                           and r.decision.cluster == pool.cluster.name
+                           and r.decision.node_pool == pool.name), key=lambda r: r.pk)
     affected = []
     for request in requests:
         # The decided requirement: the strictest floor of the answer and the policy's rules, and a pinned branch.
-        driver = request.decision.get("driver") or {}
-        floor = driver.get("min_major") or request.answers.get("min_driver_major")
+        driver = request.decision.driver
+        floor = (driver and driver.min_major) or request.answers.get("min_driver_major")
         reasons = []
-        if driver.get("branch") and int(driver["branch"]) != major:
-            reasons.append(f"is kept on the driver {driver['branch']} branch")
+        if driver and driver.branch and int(driver.branch) != major:
+            reasons.append(f"is kept on the driver {driver.branch} branch")
         elif floor and int(floor) > major:
             reasons.append(f"asks for driver {floor} or newer")
-        model = catalogue.models.get(request.decision.get("gpu_model", ""))
+        model = catalogue.models.get(request.decision.gpu_model)
         if request.strategy == Strategy.MIG and model and model.mig and (
             version_key(driver_version) < version_key(model.mig.min_driver)
         ):

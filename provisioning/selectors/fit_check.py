@@ -6,6 +6,7 @@ import dataclasses
 
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, SHARE_UNITS
+from intake.decisions import Decision
 
 from .. import discovery, fit
 from ..choices import MigStrategy, SchedulingModel, SharingMode, Strategy
@@ -14,11 +15,11 @@ from .holders import running_holders
 from .quota import team_quota_state
 
 
-def _demand(decision: dict, pool: NodePool) -> fit.Demand:
-    strategy, profile = decision["strategy"], decision.get("mig_profile")
-    per_pod, pods = int(decision["gpus_per_replica"]), int(decision["replicas"])
-    model = load_catalogue().models.get(decision["gpu_model"])
-    dra = decision.get("scheduling_model", pool.effective_scheduling_model) == SchedulingModel.DRA
+def _demand(decision: Decision, pool: NodePool) -> fit.Demand:
+    strategy, profile = decision.strategy, decision.mig_profile
+    per_pod, pods = int(decision.gpus_per_replica), int(decision.replicas)
+    model = load_catalogue().models.get(decision.gpu_model)
+    dra = (decision.scheduling_model or pool.effective_scheduling_model) == SchedulingModel.DRA
     if dra:
         # Every replica's claim holds its own devices, time-sliced requests included.
         resource = f"{discovery.DRA_MIG_PREFIX}{profile}" if strategy == Strategy.MIG else discovery.DRA_GPU
@@ -33,10 +34,10 @@ def _demand(decision: dict, pool: NodePool) -> fit.Demand:
     unit = "GPU" if dra and strategy in REPLICATED else {Strategy.MIG: f"{profile} slice", **SHARE_UNITS}.get(
         strategy, "GPU")
     return fit.Demand(
-        resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.get("gang")),
-        gpu_model=decision["gpu_model"], unit=unit, profile=profile if strategy == Strategy.MIG else None,
-        min_driver_major=(decision.get("driver") or {}).get("min_major"),
-        driver_branch=(decision.get("driver") or {}).get("branch"),
+        resource=resource, per_pod=per_pod, pods=pods, gang=bool(decision.gang),
+        gpu_model=decision.gpu_model, unit=unit, profile=profile if strategy == Strategy.MIG else None,
+        min_driver_major=decision.driver.min_major if decision.driver else None,
+        driver_branch=decision.driver.branch if decision.driver else None,
         tolerations=tuple({"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
                           for t in pool.taints or ()),
     )  # fmt: skip
@@ -84,8 +85,8 @@ def request_fit(*, gpu_request, user=None, missing_pods: int | None = None,
 
     decision, answers = gpu_request.decision, gpu_request.answers
     hours = answers.get("expected_hours")
-    devices = int(decision["gpus_per_replica"]) * int(decision["replicas"])
-    equivalents = float(decision["gpu_equivalents"])
+    devices = int(decision.gpus_per_replica) * int(decision.replicas)
+    equivalents = float(decision.gpu_equivalents)
     projection = {
         "expected_hours": hours,
         "gpu_equivalents": equivalents,
@@ -94,15 +95,15 @@ def request_fit(*, gpu_request, user=None, missing_pods: int | None = None,
         "device_hours": round(devices * float(hours), 3) if hours else None,
         "note": "GPU equivalents x expected_hours" if hours else "no expected_hours given: no projection",
     }
-    quota = team_quota_state(team=gpu_request.team, strategy=decision["strategy"], requested=equivalents,
+    quota = team_quota_state(team=gpu_request.team, strategy=decision.strategy, requested=equivalents,
                              exclude_request_id=gpu_request.pk)
-    base = {"cluster": decision["cluster"], "node_pool": decision["node_pool"], "projection": projection,
+    base = {"cluster": decision.cluster, "node_pool": decision.node_pool, "projection": projection,
             "quota": quota.as_dict()}
     pool = NodePool.objects.select_related("cluster", "gpu_model").filter(
-        cluster__name=decision["cluster"], name=decision["node_pool"]).first()
+        cluster__name=decision.cluster, name=decision.node_pool).first()
     if pool is None:
         return {**base, "basis": "declared", "synced_at": None, "demand": None,
-                **fit.FitAnswer(fit.NEVER, f"Pool {decision['cluster']}/{decision['node_pool']} does not exist any "
+                **fit.FitAnswer(fit.NEVER, f"Pool {decision.cluster}/{decision.node_pool} does not exist any "
                                            "more; the request must be placed again.").as_dict()}
     demand = _demand(decision, pool)
     if missing_pods is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 
 from .. import fit
+from ..contract import parse_time
 from ..models import Node
 
 
@@ -33,7 +34,7 @@ def running_holders(nodes: list[Node], *, exclude_request_id: int | None,
         hidden = visible_team_ids is not None and (request is None or request.team_id not in visible_team_ids)
         if request is not None:
             hours = request.answers.get("expected_hours")
-            start = datetime.datetime.fromisoformat(starts[0].replace("Z", "+00:00")) if starts else None
+            start = parse_time(starts[0], strict=True) if starts else None
             end = start + datetime.timedelta(hours=float(hours)) if start and hours else None
             if hidden:
                 holders.append(fit.Holder(key=key, label="running work of another team", held=held,

@@ -21,13 +21,13 @@ def mig_planner_inputs(*, cluster: Cluster, now: datetime.datetime) -> tuple[lis
     catalogue = load_catalogue()
     demand = [
         MigDemand(
-            request_id=r.pk, label=f"#{r.pk} {r.team.slug}/{r.name} ({r.status})", pool=r.decision["node_pool"],
-            gpu_model=r.decision["gpu_model"], profile=r.decision["mig_profile"],
-            devices=int(r.decision["gpus_per_replica"]) * int(r.decision["replicas"]),
+            request_id=r.pk, label=f"#{r.pk} {r.team.slug}/{r.name} ({r.status})", pool=r.decision.node_pool,
+            gpu_model=r.decision.gpu_model, profile=r.decision.mig_profile,
+            devices=int(r.decision.gpus_per_replica) * int(r.decision.replicas),
         )
         for r in GpuRequest.objects.filter(status__in=("pending_approval", "approved"), strategy=Strategy.MIG,
                                            decision__cluster=cluster.name).select_related("team").order_by("id")
-        if r.decision.get("mig_profile")
+        if r.decision.mig_profile
     ]  # fmt: skip
     nodes = list(
         Node.objects.filter(cluster=cluster, present=True, pool__isnull=False, sharing_mode=SharingMode.MIG,

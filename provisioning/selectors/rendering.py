@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED
+from intake.decisions import Decision
 
 from ..choices import SchedulingModel, SharingMode, Strategy
-from ..dra_inputs import cluster_extended_resources, dra_device_caps, offered_profiles
+from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
 from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
+from .snapshot import mig_ready_label
 
 
 def _network_peer(namespace: str, pod_labels: dict | None) -> NetworkPeer | None:
@@ -48,6 +50,7 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
             taints=tuple(pool.taints or ()),
             nvlink_domain=pool.nvlink_domain,
             driver_major_label=(pool.discovered or {}).get("driver_major_label"),
+            mig_ready_label=mig_ready_label(pool),
             gpu_memory_mib=getattr(load_catalogue().models.get(pool.gpu_model.key), "memory_mib", None),
             gpu_model=(pool.discovered or {}).get("gpu_model") or pool.gpu_model.key,
             dra_product_name=(pool.discovered or {}).get("dra_product_name") or "",
@@ -101,6 +104,7 @@ def team_spec(*, team, cluster=None, pools=None) -> TeamSpec:
                     slices = int(quotas[Strategy.MIG] * profile.total_slices / profile.compute_slices)
                     caps[profile.resource_name] = max(caps.get(profile.resource_name, 0), slices)
         dra = dra_device_caps(quotas, dra_pools, catalogue)
+        caps = extended_resource_caps(caps, dra, cluster)
     else:
         dra = {}
     return TeamSpec(slug=team.slug, cost_center=team.cost_center, gpu_quota=caps, dra_devices=dra)
@@ -111,9 +115,9 @@ def request_spec(*, gpu_request) -> RequestSpec:
                              answers=gpu_request.answers, decision=gpu_request.decision)
 
 
-def request_spec_from(*, request_id: int, name: str, team, answers: dict, decision: dict) -> RequestSpec:
-    model = load_catalogue().models.get(decision["gpu_model"])
-    gang = decision.get("gang")
+def request_spec_from(*, request_id: int, name: str, team, answers: dict, decision: Decision) -> RequestSpec:
+    model = load_catalogue().models.get(decision.gpu_model)
+    gang = decision.gang
     return RequestSpec(
         request_id=request_id,
         name=name,
@@ -122,24 +126,24 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         workload_class=answers["workload_class"],
         image=answers["image"],
         command=tuple(answers.get("command") or ()),
-        replicas=decision["replicas"],
-        gpus_per_replica=decision["gpus_per_replica"],
+        replicas=decision.replicas,
+        gpus_per_replica=decision.gpus_per_replica,
         gpu_memory_gb=float(answers["gpu_memory_gb"]),
-        strategy=decision["strategy"],
-        gpu_model=decision["gpu_model"],
-        gpu_product=decision.get("gpu_product") or (model.product if model else ""),
+        strategy=decision.strategy,
+        gpu_model=decision.gpu_model,
+        gpu_product=decision.gpu_product or (model.product if model else ""),
         dra_product_name=model.dra_product_name if model else "",
-        mig_profile=decision.get("mig_profile"),
-        fabric_isolation=decision["fabric_isolation"],
-        gang=GangSpec(min_members=gang["min_members"], backend=gang["backend"]) if gang else None,
-        driver_min_major=(decision.get("driver") or {}).get("min_major"),
-        gpu_equivalents_per_replica=f"{decision['gpu_equivalents_per_replica']:.6f}",
-        driver_branch=(decision.get("driver") or {}).get("branch"),
-        dra_extended_resource=decision.get("dra_extended_resource"),
+        mig_profile=decision.mig_profile,
+        fabric_isolation=decision.fabric_isolation,
+        gang=GangSpec(min_members=gang.min_members, backend=gang.backend) if gang else None,
+        driver_min_major=decision.driver.min_major if decision.driver else None,
+        gpu_equivalents_per_replica=f"{decision.gpu_equivalents_per_replica:.6f}",
+        driver_branch=decision.driver.branch if decision.driver else None,
+        dra_extended_resource=decision.dra_extended_resource,
     )
 
 
-def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: dict) -> list[dict]:
+def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:
     """Every object for one request, team objects first, in the order they are applied."""
     from ..manifests import render_all
 

@@ -36,7 +36,16 @@ def pool_spec(pool: NodePool, catalogue=None) -> PoolSpec:
         nvlink_domain=pool.nvlink_domain,
         scheduling_model=pool.effective_scheduling_model,
         dra_extended_resources=dra_extended_resources(pool),
+        mig_ready_label=mig_ready_label(pool),
     )
+
+
+def mig_ready_label(pool: NodePool) -> bool | None:
+    """Does mig-manager's nvidia.com/mig.config.state mark the pool's nodes ready: as the platform team declared, else
+    as the last sync saw every usable node (None: neither)."""
+    if pool.mig_readiness_label is not None:
+        return pool.mig_readiness_label
+    return (pool.discovered or {}).get("mig_config_state_label")
 
 
 def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
@@ -63,6 +72,7 @@ def discovered_pool_spec(pool: NodePool, catalogue=None) -> PoolSpec | None:
         nvlink_domain=seen.get("nvlink_domain") or "",
         scheduling_model=pool.effective_scheduling_model,
         dra_extended_resources=dra_extended_resources(pool),
+        mig_ready_label=mig_ready_label(pool),
     )
 
 

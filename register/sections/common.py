@@ -8,8 +8,10 @@ from typing import Any
 
 from django.db.models import Prefetch
 
+from gpu.vocabulary import BOTH, DEVICE_PLUGIN, DRA, NATIVE
 from intake.choices import PolicyStatus
 from intake.models import GpuRequest, PolicyVersion, Rule
+from intake.words import GANG_BACKEND_WORDS
 from provisioning.models import Cluster, Node, NodePool
 from provisioning.selectors import HOLDING_STATUSES
 
@@ -133,9 +135,8 @@ def decision_evidence(decision: PlatformDecision | None, scope: str = "") -> dic
 
 
 # Decided values in words (scheduling models and gang backends).
-VALUE_WORDS = {"device_plugin": "device plugin", "dra": "DRA", "both": "both device plugin and DRA",
-               "volcano": "Volcano", "kai": "KAI Scheduler", "kueue": "Kueue", "native": "native Workload API",
-               "none": "no gang scheduler"}
+VALUE_WORDS = {DEVICE_PLUGIN: "device plugin", DRA: "DRA", BOTH: "both device plugin and DRA",
+               **GANG_BACKEND_WORDS, NATIVE: "native Workload API"}
 
 
 def draft_note(decision: PlatformDecision | None) -> list[str]:

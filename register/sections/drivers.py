@@ -34,10 +34,10 @@ def build(snapshot: Snapshot) -> SectionResult:
                 source = "declared"
             pinned = [
                 {"request_id": r.pk, "team": r.team.slug, "name": r.name, "status": r.status,
-                 "min_driver_major": r.decision["driver"]["min_major"]}
+                 "min_driver_major": r.decision.driver.min_major}
                 for r in snapshot.live_requests
-                if r.decision.get("cluster") == cluster.name and r.decision.get("node_pool") == pool.name
-                and (r.decision.get("driver") or {}).get("min_major")
+                if r.decision.cluster == cluster.name and r.decision.node_pool == pool.name
+                and r.decision.driver and r.decision.driver.min_major
             ]  # fmt: skip
             decision, scope = snapshot.decision_for_pool(DecisionArea.DRIVER_LIFECYCLE, cluster, pool)
             signed = decision is not None and decision.is_signed_off

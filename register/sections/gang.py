@@ -8,7 +8,10 @@ from decimal import Decimal
 from django.db.models import Count, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 
+from gpu import gangapi
+from gpu.vocabulary import KUEUE, NATIVE
 from intake.models import GpuRequest
+from intake.words import GANG_BACKEND_WORDS
 from provisioning.models import GangStall
 
 from ..choices import DecisionArea, Section, Verdict
@@ -25,24 +28,16 @@ from .common import (
 from .scheduling import kubernetes_minor
 
 AREA = Section.GANG_SCHEDULING
-BACKEND_WORDS = {"volcano": "Volcano", "kai": "KAI Scheduler", "kueue": "Kueue", "native": "native Workload API",
-                 "none": "no gang scheduler"}
-
-# KEP-4671 by Kubernetes minor (reference §5.1): what the portal renders for `native`.
-NATIVE_SHAPES = {
-    34: None,
-    35: {"api_version": "scheduling.k8s.io/v1alpha1", "kinds": ["Workload"], "pod_field": "spec.workloadRef",
-         "stage": "alpha", "on_by_default": False},
-    36: {"api_version": "scheduling.k8s.io/v1alpha2", "kinds": ["Workload", "PodGroup"],
-         "pod_field": "spec.schedulingGroup.podGroupName", "stage": "alpha", "on_by_default": False},
-    37: {"api_version": "scheduling.k8s.io/v1beta1", "kinds": ["Workload", "PodGroup"],
-         "pod_field": "spec.schedulingGroup.podGroupName", "stage": "beta", "on_by_default": False},
-}
+BACKEND_WORDS = {**GANG_BACKEND_WORDS, NATIVE: "native Workload API"}
 
 
 def native_shape(version: str) -> dict | None:
-    shape = NATIVE_SHAPES.get(kubernetes_minor(version))
-    return dict(shape) if shape else None
+    """KEP-4671 by Kubernetes minor (reference §5.1): what the portal renders for `native` (gpu.gangapi)."""
+    shape = gangapi.NATIVE_SHAPES.get(kubernetes_minor(version))
+    if shape is None:
+        return None
+    return {"api_version": shape.api_version, "kinds": list(shape.kinds), "pod_field": shape.pod_field,
+            "stage": shape.stage, "on_by_default": shape.on_by_default}
 
 
 def _native_text(version: str, shape: dict | None) -> str:
@@ -58,12 +53,12 @@ def approval_hold(cluster, verdict: str) -> dict:
     portal applying after approval (docs/admission-check.md). Made or inherited together with the backend."""
     how = "decided with the signed-off gang backend" if verdict == Verdict.DECIDED else (
         "inherited from the cluster's gang backend setting: nobody signed it off")
-    if cluster.gang_scheduler == "kueue" and cluster.api_server:
+    if cluster.gang_scheduler == KUEUE and cluster.api_server:
         held_by = "admission_check"
         text = ("Approval is enforced by the cluster: Kueue admits no Workload of the team queues until the portal's "
                 "admission check gpu-portal-approval is Ready; a Job applied with kubectl waits in the approval "
                 f"queue as a request found in the cluster ({how}).")
-    elif cluster.gang_scheduler == "kueue":
+    elif cluster.gang_scheduler == KUEUE:
         held_by = "portal_apply"
         text = ("Approval is held by the portal only: it applies after approval. The cluster runs Kueue but the "
                 "portal has no API server for it, so it cannot decide an admission check there and work applied "
@@ -73,6 +68,14 @@ def approval_hold(cluster, verdict: str) -> dict:
         text = (f"Approval is held by the portal only: it applies after approval; {BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} "
                 f"has no admission check the portal decides, so work applied with kubectl is not held ({how}).")
     return {"held_by": held_by, "verdict": verdict, "text": text}
+
+
+def _kai_fair_share_gaps(cluster) -> list[str]:
+    """The cluster's DRA MIG pools when KAI schedules it: their slices are outside KAI's queues (gangapi)."""
+    if cluster.gang_scheduler != "kai":
+        return []
+    return [pool.name for pool in cluster.pools.all() if pool.sharing_mode == "mig"
+            and (pool.scheduling_model or cluster.scheduling_model) == "dra"]
 
 
 def _multi_pod(snapshot: Snapshot) -> tuple[dict, dict]:
@@ -105,11 +108,11 @@ def build(snapshot: Snapshot) -> SectionResult:
         shape = native_shape(cluster.kubernetes_version)
         decision = snapshot.decision(DecisionArea.GANG_BACKEND, cluster)
         conflicts = [d["message"] for d in cluster.discrepancies if d.get("field") == "gang_scheduler"]
-        if declared == "native" and shape is None:
+        if declared == NATIVE and shape is None:
             conflicts.append(f"Declared the native Workload API on Kubernetes {cluster.kubernetes_version}, which "
                              "has none.")
-        if declared == "native" and shape and synced and "native" in installed_backends:
-            served = next(g for g in installed if g.get("backend") == "native").get("versions") or []
+        if declared == NATIVE and shape and synced and NATIVE in installed_backends:
+            served = next(g for g in installed if g.get("backend") == NATIVE).get("versions") or []
             expected = shape["api_version"].rsplit("/", 1)[1]
             if expected not in served:
                 conflicts.append(f"The portal renders {shape['api_version']} for Kubernetes "
@@ -129,10 +132,13 @@ def build(snapshot: Snapshot) -> SectionResult:
         if verdict == Verdict.INHERITED and not draft_note(decision):
             notes.append(f"{capitalised(BACKEND_WORDS.get(declared, declared))} is the cluster's setting; nobody "
                          "signed it off.")
-        if declared == "native" or shape is None:
+        if declared == NATIVE or shape is None:
             notes.append(_native_text(cluster.kubernetes_version, shape))
         hold = approval_hold(cluster, verdict)
         notes.append(hold["text"])
+        kai_gaps = _kai_fair_share_gaps(cluster)
+        if kai_gaps:
+            notes.append(f"{gangapi.KAI_DRA_MIG_GAP} Pools: {', '.join(kai_gaps)}.")
         notes.append(f"{plural(count, 'multi-pod request')} in the last {snapshot.days} days; "
                      f"{stall.get('stalled', 0)} stalled ({plural(stall.get('stalls', 0), 'stall')}), "
                      f"{burnt_hours} GPU-hours burnt while waiting.")
@@ -146,7 +152,7 @@ def build(snapshot: Snapshot) -> SectionResult:
                 "decision": decision_evidence(decision), "conflicts": conflicts,
                 "multi_pod_requests_in_window": count, "stalled_requests": stall.get("stalled", 0),
                 "stalls": stall.get("stalls", 0), "open_stalls": stall.get("open", 0),
-                "burnt_gpu_hours": str(burnt_hours), "approval_hold": hold,
+                "burnt_gpu_hours": str(burnt_hours), "approval_hold": hold, "kai_fair_share_gaps": kai_gaps,
             },
             notes=notes,
         ))  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from intake.decisions import STRATEGY_WORDS
+from intake.decisions import STRATEGY_WORDS, Decision, Reason
 from intake.models import GpuRequest
 
 from ..choices import Section, Verdict
@@ -73,9 +73,9 @@ def _unsigned_fields() -> dict[str, Any]:
     return {"owner": None, "signed_off_by": None, "signed_off_at": None, "rationale": ""}
 
 
-def _fabric_reason(decision: dict) -> dict:
-    reasons = [r for r in decision.get("reasons") or [] if r.get("field") == "fabric_isolation"]
-    return reasons[-1] if reasons else {}
+def _fabric_reason(decision: Decision) -> Reason | None:
+    reasons = decision.reasons_for("fabric_isolation")
+    return reasons[-1] if reasons else None
 
 
 def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> Item | None:
@@ -92,9 +92,9 @@ def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> It
             tenant, known = _tenant(pod, requests)
             tenants.setdefault(tenant, []).append((pod, known))
             request = requests.get(pod.get("request_id")) if known else None
-            if request is not None and request.decision.get("strategy") != TIME_SLICING:
+            if request is not None and request.decision.strategy != TIME_SLICING:
                 misplaced.append({**_pod_ref(cluster, node, pod, request, pools_by_id),
-                                  "decided": request.decision.get("strategy")})
+                                  "decided": request.decision.strategy})
         if len(tenants) < 2:
             continue
         for a, b in itertools.combinations(sorted(tenants), 2):
@@ -108,7 +108,7 @@ def _time_slicing_item(snapshot: Snapshot, cluster, requests, pools_by_id) -> It
                 if request.answers.get("tenancy") == "dedicated":
                     dedicated.append({**_pod_ref(cluster, node, pod, request, pools_by_id),
                                       "shares_with": sorted(t for t in tenants if t != tenant)})
-                if not snapshot.rule_signed(request.decision.get("policy_version"), request.decision.get("rule")):
+                if not snapshot.rule_signed(request.decision.policy_version, request.decision.rule):
                     by_policy = False
     routes = _routes_to(snapshot, TIME_SLICING)
     signed_routes = [r for r in routes if r.signed_off_at and r.signed_off_by]
@@ -171,9 +171,9 @@ def _regulated_item(snapshot: Snapshot, requests, pools_by_id) -> Item:
                     violations[("node", ref["pod"], cluster.name)] = {**ref, "source": "node"}
     regulated_live = [r for r in snapshot.live_requests if r.answers.get("data_sensitivity") == REGULATED]
     for request in regulated_live:
-        if request.decision.get("strategy") == TIME_SLICING:
+        if request.decision.strategy == TIME_SLICING:
             violations[("decision", request.pk)] = {
-                "cluster": request.decision.get("cluster"), "node": None, "pool": request.decision.get("node_pool"),
+                "cluster": request.decision.cluster, "node": None, "pool": request.decision.node_pool,
                 "pod": None, "request_id": request.pk, "team": request.team.slug, "name": request.name,
                 "source": "decision",
             }  # fmt: skip
@@ -231,12 +231,12 @@ def _nvlink_item(snapshot: Snapshot, cluster, requests) -> Item | None:
             request = requests[request_id]
             workloads.add(request_id)
             reason = _fabric_reason(request.decision)
-            if reason.get("source") == "policy" and snapshot.rule_signed(request.decision.get("policy_version"),
-                                                                          reason.get("rule")):
-                fabric_rules.add(reason["rule"])
+            if reason and reason.source == "policy" and snapshot.rule_signed(request.decision.policy_version,
+                                                                             reason.rule):
+                fabric_rules.add(reason.rule)
             else:
                 by_policy = False
-            if clique in shared and request.decision.get("fabric_isolation") == "tenant_exclusive":
+            if clique in shared and request.decision.fabric_isolation == "tenant_exclusive":
                 others = sorted(t for t in domain["tenants"] if t != request.team.slug)
                 violations.append({"request_id": request.pk, "team": request.team.slug, "name": request.name,
                                    "clique": clique, "shares_with": others})

@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from gpu.catalogue import load_catalogue
+from gpu.vocabulary import BOTH, DEVICE_PLUGIN, DRA
 from provisioning.manifests import ManifestInvalid, RenderError, render, render_team, validate_objects
 from provisioning.manifests.clusterside import dra_requirements
 from provisioning.selectors import cluster_profile, request_spec, team_spec
@@ -28,7 +30,6 @@ from .common import (
 )
 
 AREA = Section.SCHEDULING_MODEL
-DEVICE_PLUGIN, DRA, BOTH = "device_plugin", "dra", "both"
 MODEL_WORDS = {DEVICE_PLUGIN: "device plugin", DRA: "DRA", BOTH: "both device plugin and DRA"}
 
 # KEP-5004 DRAExtendedResource by Kubernetes minor (reference §4.6): pods asking `nvidia.com/gpu` served from DRA.
@@ -243,12 +244,18 @@ def _cluster_item(snapshot: Snapshot, cluster) -> Item:
 
 
 def _dra_requirements(cluster) -> list[dict[str, Any]]:
-    """What the cluster side must be configured with for its DRA pools' objects (manifests/clusterside.py)."""
-    modes = [p.sharing_mode for p in cluster.pools.all() if (p.scheduling_model or cluster.scheduling_model) == DRA]
+    """What the cluster side must be configured with for its DRA pools' objects and its ComputeDomains' channel
+    claims (manifests/clusterside.py)."""
+    pools = list(cluster.pools.all())
+    modes = [p.sharing_mode for p in pools if (p.scheduling_model or cluster.scheduling_model) == DRA]
+    catalogue = load_catalogue()
+    compute_domains = any(p.nvlink_domain and getattr(catalogue.models.get(p.gpu_model.key), "multinode_nvlink", False)
+                          for p in pools)
     return dra_requirements(
         kubernetes_minor=kubernetes_minor(cluster.kubernetes_version), gang_scheduler=cluster.gang_scheduler,
         sharing_modes=modes, feature_gates=cluster.dra_feature_gates or (),
         extended_resources={c["name"]: c.get("extended_resource_name", "") for c in cluster.dra_device_classes or ()},
+        compute_domains=compute_domains,
     )
 
 
@@ -284,7 +291,7 @@ def _pool_item(snapshot: Snapshot, cluster, pool, pools) -> Item:
     preview = None
     if effective == DEVICE_PLUGIN:
         live = [r for r in snapshot.live_requests
-                if r.decision.get("cluster") == cluster.name and r.decision.get("node_pool") == pool.name]
+                if r.decision.cluster == cluster.name and r.decision.node_pool == pool.name]
         preview = migration_preview(cluster=cluster, pool=pool, requests=live, pools=pools)
         notes += _preview_notes(preview)
         gate = dra_extended_resource(cluster.kubernetes_version)

@@ -60,7 +60,7 @@ def test_engineer_platform_and_finance(page, live_server, demo, shot):
     page.click("[data-testid=submit]")
     page.locator("[data-testid=request-status]").filter(has_text="Pending approval").wait_for()
     gpu_request = GpuRequest.objects.get(team__slug="vision", name="vision-serving")
-    assert gpu_request.status == "pending_approval" and gpu_request.decision["mig_profile"] == "2g.35gb"
+    assert gpu_request.status == "pending_approval" and gpu_request.decision.mig_profile == "2g.35gb"
     shot(page, "03-engineer-submitted")
     page.click("text=Log out")
 

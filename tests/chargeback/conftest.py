@@ -47,21 +47,21 @@ def equivalents_text(value: Fraction) -> str:
 def pod_for(gpu_request, *, started_at, finished_at=None, uid=None, equivalents=None, devices=None, **extra) -> dict:
     """A pod of this request as the renderer labels it; `equivalents` overrides the annotation."""
     d = gpu_request.decision
-    devices = devices or d["gpus_per_replica"]
+    devices = devices or d.gpus_per_replica
     if equivalents is None:
         from chargeback.ingest import expected_equivalents
         from gpu.catalogue import load_catalogue
 
-        exact = expected_equivalents(strategy=d["strategy"], devices=devices, gpu_model=d["gpu_model"],
-                                     mig_profile=d["mig_profile"] or "", catalogue=load_catalogue(),
+        exact = expected_equivalents(strategy=d.strategy, devices=devices, gpu_model=d.gpu_model,
+                                     mig_profile=d.mig_profile or "", catalogue=load_catalogue(),
                                      time_slicing_replicas=4)
         equivalents = equivalents_text(exact)
     uid = uid or str(uuid.uuid4())
     return synthetic_pod(
         uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=f"team-{gpu_request.team.slug}",
         label_domain=settings.PORTAL_LABEL_DOMAIN, request_id=gpu_request.pk, team=gpu_request.team.slug,
-        cluster=d["cluster"], strategy=d["strategy"], gpu_model=d["gpu_model"], devices=devices,
-        equivalents=equivalents, mig_profile=d["mig_profile"] or "", started_at=started_at, finished_at=finished_at,
+        cluster=d.cluster, strategy=d.strategy, gpu_model=d.gpu_model, devices=devices,
+        equivalents=equivalents, mig_profile=d.mig_profile or "", started_at=started_at, finished_at=finished_at,
         **extra,
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone as tz
 from decimal import Decimal
 
@@ -22,6 +23,7 @@ from chargeback.models import Budget, RateCard
 from chargeback.periods import month_start
 from chargeback.services import usage_ingest
 from chargeback.tasks import budget_thresholds_notify
+from intake.decisions import Decision
 from portal.models import Notice
 from provisioning.inventory import team_quota_set
 from tests.chargeback.conftest import make_request, pod_for
@@ -136,11 +138,11 @@ def test_a_request_that_would_overrun_goes_to_review_with_the_forecast_shown(
 
     body = response.json()
     assert response.status_code == 201 and body["status"] == "pending_approval"
-    decision = body["decision"]
-    assert decision["review_reasons"] == ["OverBudget"] and decision["auto_approve"] is False
-    budget = decision["budget"]
+    decision = Decision.from_json(body["decision"])
+    assert decision.review_reasons == ("OverBudget",) and decision.auto_approve is False
+    budget = decision.budget
     assert budget["over"] is True and Decimal(budget["forecast_cost"]) > Decimal("1.00")
-    approval = next(r["text"] for r in decision["reasons"] if r["field"] == "approval")
+    approval = next(r.text for r in decision.reasons if r.field == "approval")
     month = f"{timezone.now():%B}"
     assert re.match(rf"Not approved automatically: approving this takes team-a to \d+% of its {month} budget, "
                     rf"forecast EUR [\d,]+ of 1\. The platform team reviews this request\.", approval), approval
@@ -161,8 +163,8 @@ def test_the_same_request_under_a_notify_budget_is_approved_by_its_rule_and_stil
     body = api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": "notebook", "answers": NOTEBOOK},
                               format="json").json()
 
-    assert body["status"] in ("approved", "provisioning") and body["decision"]["review_reasons"] == []
-    assert body["decision"]["budget"]["over"] is True and body["decision"]["budget"]["mode"] == "notify"
+    assert body["status"] in ("approved", "provisioning") and Decision.from_json(body["decision"]).review_reasons == ()
+    assert Decision.from_json(body["decision"]).budget["over"] is True and Decision.from_json(body["decision"]).budget["mode"] == "notify"
 
 
 def test_a_budget_set_between_two_creates_is_seen_by_the_second_and_no_budget_costs_no_query_of_its_own(
@@ -178,7 +180,7 @@ def test_a_budget_set_between_two_creates_is_seen_by_the_second_and_no_budget_co
                                    format="json")
         assert response.status_code == 201, response.json()
         own = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "chargeback_budget"')]
-        return response.json()["decision"]["budget"], own
+        return Decision.from_json(response.json()["decision"]).budget, own
 
     assert create("before") == (None, [])
     create_budget(api, platform_user, mode="notify", amount="1.00")
@@ -192,7 +194,7 @@ def test_the_forecast_adds_spent_running_and_pending_work(api, engineer, platfor
     now = timezone.now()
     running = make_request(team_a, engineer, strategy="whole_gpu", gpu_model="H100-80GB", gpus=2, name="train")
     running.answers = {"workload_class": "training", "expected_hours": 1000}
-    running.decision = {**running.decision, "gpu_equivalents": 2.0}
+    running.decision = replace(running.decision, gpu_equivalents=2.0)
     running.save()
     month_begins = datetime.combine(month_start(now.date()), datetime.min.time(), tzinfo=tz.utc)
     started = max(month_begins, now - timedelta(hours=2))
@@ -287,7 +289,7 @@ def test_each_threshold_crossed_is_notified_exactly_once_by_e_mail_and_signed_we
     team_a.notification_email = "team-a@example.com"
     team_a.save()
     running = make_request(team_a, engineer, strategy="whole_gpu", gpu_model="H100-80GB", gpus=1, name="train")
-    running.answers, running.decision = {"expected_hours": 2}, {**running.decision, "gpu_equivalents": 1.0}
+    running.answers, running.decision = {"expected_hours": 2}, replace(running.decision, gpu_equivalents=1.0)
     running.save()
     budget = create_budget(api, platform_user, amount=None, gpu_hours="100")
     committed = Decimal(api(platform_user).get(f"/api/v1/chargeback/budgets/{budget['id']}/").json()

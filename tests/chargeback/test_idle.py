@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import replace
 from datetime import date, timedelta
 from decimal import Decimal
 from io import StringIO
@@ -376,7 +377,10 @@ def test_a_right_sizing_suggestion_with_its_saving_on_the_api_and_the_page(idle_
 
     # The page renders the whole decision: give the fixture's short one the rest of a real decision.
     evaluation = request_evaluate(raw_answers=VALID_ANSWERS)
-    notebook.decision = {**evaluation.decision, **notebook.decision}
+    short = notebook.decision
+    notebook.decision = replace(evaluation.decision, strategy=short.strategy, gpu_model=short.gpu_model,
+                                mig_profile=short.mig_profile, cluster=short.cluster, node_pool=short.node_pool,
+                                gpus_per_replica=short.gpus_per_replica, replicas=short.replicas)
     notebook.answers = dict(evaluation.answers.values)
     notebook.save(update_fields=["decision", "answers"])
     web = Client()

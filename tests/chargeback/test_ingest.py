@@ -146,7 +146,7 @@ def test_time_slicing_replicas_come_from_the_requests_pool(requests_a):
     pool = requests_a["ts"].decision
     from provisioning.models import NodePool
 
-    NodePool.objects.filter(cluster__name=pool["cluster"], name=pool["node_pool"]).update(time_slicing_replicas=8)
+    NodePool.objects.filter(cluster__name=pool.cluster, name=pool.node_pool).update(time_slicing_replicas=8)
     usage_ingest(cluster_name="gpu-east", now=NOW,
                  pods=[pod_for(requests_a["ts"], started_at=utc(2026, 11, 2), finished_at=utc(2026, 11, 2, 1))])
     interval = UsageInterval.objects.get()

@@ -153,13 +153,14 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     kubernetes.client.ResourceV1Api(api).list_resource_slice(**raw)
     kubernetes.client.ResourceV1Api(api).list_resource_claim_for_all_namespaces(**raw)
     kubernetes.client.ResourceV1Api(api).list_device_class(**raw)
-
     def request(method, path, query=None, body=None, content_type=None):
         # What the dynamic client does underneath: serialize, then send through the same REST client.
         headers = {"Content-Type": content_type} if content_type else {}
         serialized = api.param_serialize(method, path, query_params=query or [], header_params=headers, body=body)
         api.call_api(*serialized).read()
 
+    # Metering's read of the taint rules marking devices unhealthy (resource.k8s.io/v1 from Kubernetes 1.37).
+    request("GET", "/apis/resource.k8s.io/v1/devicetaintrules")
     # The dynamic client's discovery, as the fake records it: the version, then the groups and their versions.
     for path in ("/version", "/apis", "/api/v1", "/apis/scheduling.volcano.sh/v1beta1"):
         request("GET", path)
@@ -183,6 +184,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     # the Kueue admission check: its AdmissionCheck and the ClusterQueue's strategy, then Workloads' status
     kueue_api = "/apis/kueue.x-k8s.io/v1beta2"
     apply(f"{kueue_api}/admissionchecks/gpu-portal-approval", {"kind": "AdmissionCheck"})
+    request("GET", f"{kueue_api}/clusterqueues/gpu-portal")  # read first: a missing one is never created
     apply(f"{kueue_api}/clusterqueues/gpu-portal", {"kind": "ClusterQueue"})
     request("GET", f"{kueue_api}/admissionchecks/gpu-portal-approval")
     request("PATCH", f"{kueue_api}/admissionchecks/gpu-portal-approval/status", body={"status": {}},

@@ -89,8 +89,11 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
     with django_capture_on_commit_callbacks(execute=True):
         request_cancel(user=engineer, request_id=serving.pk)
 
-    # The Kueue admission check: installed, a kubectl Job's Workload decided (listed, then watched).
+    # The Kueue admission check: installed on the ClusterQueue the platform made (read first: the portal never
+    # creates one), a kubectl Job's Workload decided (listed, then watched).
     Cluster.objects.filter(pk=east.pk).update(gang_scheduler="kueue")
+    fake.put({"apiVersion": kueue.KUEUE, "kind": "ClusterQueue", "metadata": {"name": "gpu-portal"},
+              "spec": {"namespaceSelector": {}, "resourceGroups": []}})
     assert admission_checks_sync(cluster_id=east.pk).status == "done"
     kueue.submit_job(fake, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
         "name": "adhoc", "namespace": "gpu-team-a", "labels": {kueue.QUEUE_LABEL: "gpu-team-a"}}, "spec": {
@@ -106,6 +109,8 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         assert inventory_sync(cluster=cluster).status == "synced"
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)  # resumes with a watch
+    # A failed DRA pod: metering reads its claims, the devices' taint rules and its node for a hardware credit.
+    fake.patch_status("v1", "Pod", "dra-0", "gpu-team-a", {"phase": "Failed"})
     usage_collect()
     for name in ("gpu-h200-1", "gpu-h200-2"):
         fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))

@@ -5,6 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from intake.decisions import Decision
 from intake.models import GpuRequest, RequestEvent
 from intake.services import request_submit
 from provisioning.inventory import team_quota_set
@@ -39,9 +40,9 @@ def test_questionnaire_needs_authentication(api):
 def test_preview_returns_the_decision_and_stores_nothing(api, engineer, team_a, inventory, valid_answers):
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": valid_answers}, format="json")
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert decision["strategy"] == "mig" and decision["mig_profile"] == "1g.18gb"
-    assert {r["source"] for r in decision["reasons"]} >= {"policy", "default"}
+    decision = Decision.from_json(response.json()["decision"])
+    assert decision.strategy == "mig" and decision.mig_profile == "1g.18gb"
+    assert {r.source for r in decision.reasons} >= {"policy", "default"}
     assert GpuRequest.objects.count() == 0 and RequestEvent.objects.count() == 0
 
 
@@ -71,7 +72,7 @@ def test_create_returns_the_request_with_defaults_filled_in(api, engineer, team_
     assert body["answers"]["data_sensitivity"] == "standard"
     assert sorted(body["defaulted_answers"]) == ["data_sensitivity", "gpus_per_replica", "replicas"]
     assert [(e["from_status"], e["to_status"]) for e in body["events"]] == [("", "pending_approval")]
-    assert body["decision"]["policy_version"] == 1
+    assert Decision.from_json(body["decision"]).policy_version == 1
 
 
 def test_development_requests_are_approved_automatically(api, engineer, team_a, inventory):

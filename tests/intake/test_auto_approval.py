@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from intake.decisions import Decision
 from intake.models import GpuRequest, PolicyVersion, Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create, policy_version_sign_off
@@ -31,7 +32,7 @@ def submit(api, user, name, answers, team="team-a"):
 
 
 def approval_reason(body) -> dict:
-    return next(r for r in body["decision"]["reasons"] if r["field"] == "approval")
+    return next(r for r in Decision.from_json(body["decision"]).reasons if r.field == "approval")
 
 
 def test_a_fallback_to_a_whole_gpu_waits_for_the_platform_team(api, engineer, team_a, inventory):
@@ -40,12 +41,12 @@ def test_a_fallback_to_a_whole_gpu_waits_for_the_platform_team(api, engineer, te
     body = submit(api, engineer, "big-notebook", BIG_NOTEBOOK)
 
     assert body["status"] == "pending_approval"
-    decision = body["decision"]
-    assert (decision["strategy"], decision["rule"]) == ("whole_gpu", "development-standard")
-    assert decision["auto_approve"] is False
-    assert decision["review_reasons"] == ["StrategyFallback"]
-    assert approval_reason(body)["source"] == "policy" and "fallback" in approval_reason(body)["text"]
-    assert "after the platform team approves it" in decision["summary"]
+    decision = Decision.from_json(body["decision"])
+    assert (decision.strategy, decision.rule) == ("whole_gpu", "development-standard")
+    assert decision.auto_approve is False
+    assert decision.review_reasons == ("StrategyFallback",)
+    assert approval_reason(body).source == "policy" and "fallback" in approval_reason(body).text
+    assert "after the platform team approves it" in decision.summary
     assert [e["to_status"] for e in body["events"] if e["to_status"]] == ["pending_approval"]
     assert any(e["reason"] == "StrategyFallback" for e in body["events"])
 
@@ -56,9 +57,9 @@ def test_eight_whole_gpus_through_a_rules_stated_fallback_wait_too(api, engineer
 
     body = submit(api, engineer, "regulated-notebook", regulated)
 
-    assert (body["status"], body["decision"]["strategy"], body["decision"]["gpu_equivalents"]) == (
+    assert (body["status"], Decision.from_json(body["decision"]).strategy, Decision.from_json(body["decision"]).gpu_equivalents) == (
         "pending_approval", "whole_gpu", 8.0)
-    assert body["decision"]["review_reasons"] == ["StrategyFallback"]
+    assert Decision.from_json(body["decision"]).review_reasons == ("StrategyFallback",)
 
 
 def test_the_red_team_request_itself_is_refused_on_gpus_per_replica(api, engineer, team_a, inventory):
@@ -76,8 +77,8 @@ def test_a_request_above_the_rules_per_request_cap_is_reviewed(api, engineer, te
     body = submit(api, engineer, "wide-notebook", {**NOTEBOOK, "replicas": 5})  # 5 x 1/4 share = 1.25 > 1
 
     assert body["status"] == "pending_approval"
-    assert body["decision"]["review_reasons"] == ["OverAutoApprovalRequestCap"]
-    assert "1.25 GPU equivalents is more than the 1" in approval_reason(body)["text"]
+    assert Decision.from_json(body["decision"]).review_reasons == ("OverAutoApprovalRequestCap",)
+    assert "1.25 GPU equivalents is more than the 1" in approval_reason(body).text
 
 
 def test_a_team_without_a_quota_on_the_strategy_is_reviewed(api, engineer, team_a, inventory):
@@ -86,8 +87,8 @@ def test_a_team_without_a_quota_on_the_strategy_is_reviewed(api, engineer, team_
     body = submit(api, engineer, "nb", NOTEBOOK)
 
     assert body["status"] == "pending_approval"
-    assert body["decision"]["review_reasons"] == ["NoQuota"]
-    assert "team-a has no time-sliced GPU share quota" in approval_reason(body)["text"]
+    assert Decision.from_json(body["decision"]).review_reasons == ("NoQuota",)
+    assert "team-a has no time-sliced GPU share quota" in approval_reason(body).text
     assert any(e["reason"] == "NoQuota" for e in body["events"])
 
 
@@ -103,7 +104,7 @@ def test_the_platform_team_can_say_explicitly_that_teams_without_quota_are_appro
 
     body = submit(api, engineer, "nb", NOTEBOOK)
 
-    assert body["status"] == "approved" and body["decision"]["policy_version"] == draft.number
+    assert body["status"] == "approved" and Decision.from_json(body["decision"]).policy_version == draft.number
 
 
 def test_a_team_past_the_rules_per_team_cap_is_reviewed(api, engineer, team_a, inventory):
@@ -114,8 +115,8 @@ def test_a_team_past_the_rules_per_team_cap_is_reviewed(api, engineer, team_a, i
     third = submit(api, engineer, "nb-3", four_shares)
 
     assert [first["status"], second["status"], third["status"]] == ["approved", "approved", "pending_approval"]
-    assert third["decision"]["review_reasons"] == ["OverAutoApprovalTeamCap"]
-    assert "would hold 3 GPU equivalents under rule development-standard (2 held)" in approval_reason(third)["text"]
+    assert Decision.from_json(third["decision"]).review_reasons == ("OverAutoApprovalTeamCap",)
+    assert "would hold 3 GPU equivalents under rule development-standard (2 held)" in approval_reason(third).text
 
 
 def test_a_cancelled_grant_frees_the_per_team_cap(api, engineer, team_a, inventory):
@@ -132,14 +133,14 @@ def test_the_preview_says_it_would_be_reviewed_and_why(api, engineer, team_a, in
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": BIG_NOTEBOOK}, format="json")
 
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert decision["auto_approve"] is False and decision["review_reasons"] == ["StrategyFallback"]
+    decision = Decision.from_json(response.json()["decision"])
+    assert decision.auto_approve is False and decision.review_reasons == ("StrategyFallback",)
 
 
 def test_the_preview_sees_the_team_state_too(api, engineer, team_a, inventory):
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": NOTEBOOK}, format="json")
 
-    assert response.json()["decision"]["review_reasons"] == ["NoQuota"]
+    assert Decision.from_json(response.json()["decision"]).review_reasons == ("NoQuota",)
 
 
 def test_a_guardrail_that_replaces_the_rules_strategy_sends_it_to_review(api, engineer, platform_user, team_a,
@@ -156,8 +157,8 @@ def test_a_guardrail_that_replaces_the_rules_strategy_sends_it_to_review(api, en
 
     body = submit(api, engineer, "nb", NOTEBOOK)
 
-    assert body["decision"]["strategy"] == "mig" and body["status"] == "pending_approval"
-    assert body["decision"]["review_reasons"] == ["GuardrailReplacedStrategy"]
+    assert Decision.from_json(body["decision"]).strategy == "mig" and body["status"] == "pending_approval"
+    assert Decision.from_json(body["decision"]).review_reasons == ("GuardrailReplacedStrategy",)
 
 
 @pytest.mark.parametrize("limits", [

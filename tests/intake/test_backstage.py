@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from intake.backstage import entity_name
+from intake.decisions import Decision
 from intake.management.commands.backstage_template import DEFAULT_OUTPUT, DEFAULT_PORTAL_URL, render_template
 from intake.questionnaire import QUESTIONS, questionnaire_definition
 from intake.services import request_cancel, request_submit
@@ -102,7 +103,7 @@ def test_what_the_template_sends_is_accepted_by_the_api(template, api, platform_
     assert response.status_code == 201, response.json()
     created = response.json()
     assert (created["team"], created["name"], created["answers"]["replicas"]) == ("team-a", "from-backstage", 2)
-    assert created["decision"]["summary"]  # the template's output shows it
+    assert Decision.from_json(created["decision"]).summary  # the template's output shows it
     link = template["spec"]["output"]["links"][0]["url"].replace(
         "${{ steps['request'].output.body.id }}", str(created["id"]))
     assert link == f"{DEFAULT_PORTAL_URL}/requests/{created['id']}/"
@@ -149,7 +150,7 @@ def test_engineers_see_their_teams_live_requests_as_resources_owned_by_the_team(
     assert entity["spec"] == {"type": "gpu-allocation", "owner": "group:default/team-a"}
     metadata = entity["metadata"]
     assert metadata["name"] == f"team-a-serve-{live.pk}" and metadata["namespace"] == "default"
-    assert metadata["title"] == "team-a/serve" and metadata["description"] == live.decision["summary"]
+    assert metadata["title"] == "team-a/serve" and metadata["description"] == live.decision.summary
     url = f"http://testserver/requests/{live.pk}/"
     assert metadata["links"] == [{"url": url, "title": "GPU request in the portal", "icon": "dashboard"}]
     assert metadata["annotations"]["gpu-portal.io/url"] == url

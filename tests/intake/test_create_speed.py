@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.test import Client
 
 from intake.choices import PolicyStatus
+from intake.decisions import Decision
 from intake.models import PolicyVersion
 from intake.services import policy_version_draft_create
 from provisioning.models import Cluster
@@ -40,7 +41,7 @@ def test_a_warm_create_takes_a_fixed_handful_of_queries_and_reads_no_policy_inve
     with django_assert_max_num_queries(CREATE_QUERIES) as captured:
         created = create(client, "measured")
 
-    assert created["decision"]["cluster"] == "gpu-east" and created["events"][0]["to_status"] == "pending_approval"
+    assert Decision.from_json(created["decision"]).cluster == "gpu-east" and created["events"][0]["to_status"] == "pending_approval"
     read = [q["sql"] for q in captured.captured_queries
             if any(f'FROM "{t}"' in q["sql"] for t in (*INPUT_TABLES, "intake_requestevent"))]
     assert read == []
@@ -49,7 +50,7 @@ def test_a_warm_create_takes_a_fixed_handful_of_queries_and_reads_no_policy_inve
 def test_an_admin_change_to_the_inventory_is_seen_by_the_next_create(api, engineer, team_a, inventory,
                                                                      platform_user):
     client = api(engineer)
-    assert create(client, "before")["decision"]["cluster"] == "gpu-east"
+    assert Decision.from_json(create(client, "before")["decision"]).cluster == "gpu-east"
     admin = Client()
     admin.force_login(platform_user)
     east = Cluster.objects.get(name="gpu-east")
@@ -58,14 +59,14 @@ def test_an_admin_change_to_the_inventory_is_seen_by_the_next_create(api, engine
     data.pop("enabled")  # an unticked checkbox is absent from the POST
     assert admin.post(url, data).status_code == 302
 
-    assert create(client, "after")["decision"]["cluster"] != "gpu-east"
+    assert Decision.from_json(create(client, "after")["decision"]).cluster != "gpu-east"
 
 
 def test_a_new_policy_in_force_is_seen_by_the_next_create(api, engineer, team_a, inventory, platform_user):
     client = api(engineer)
-    before = create(client, "before")["decision"]
+    before = Decision.from_json(create(client, "before")["decision"])
     draft = policy_version_draft_create(user=platform_user)
-    rule = draft.rules.get(key=before["rule"])
+    rule = draft.rules.get(key=before.rule)
     rule.outcome = {"strategy": "whole_gpu"}
     rule.save()
     platform = api(platform_user)
@@ -73,10 +74,10 @@ def test_a_new_policy_in_force_is_seen_by_the_next_create(api, engineer, team_a,
     assert platform.post(f"/api/v1/policy/versions/{draft.number}/sign-off/", {"digest": digest},
                          format="json").status_code == 200
 
-    after = create(client, "after")["decision"]
+    after = Decision.from_json(create(client, "after")["decision"])
 
-    assert (before["policy_version"], before["strategy"]) == (draft.number - 1, "mig")
-    assert (after["policy_version"], after["strategy"]) == (draft.number, "whole_gpu")
+    assert (before.policy_version, before.strategy) == (draft.number - 1, "mig")
+    assert (after.policy_version, after.strategy) == (draft.number, "whole_gpu")
 
 
 def test_a_failed_create_leaves_the_connection_usable(api, engineer, team_a, inventory):
@@ -102,11 +103,11 @@ def raw_sql(statement: str) -> None:
 def test_a_committed_raw_sql_change_is_seen_by_the_next_create(api, engineer, team_a, inventory):
     """The triggers cover every write path, not only the ORM's: a statement no Python code of ours sees."""
     client = api(engineer)
-    assert create(client, "before")["decision"]["cluster"] == "gpu-east"
+    assert Decision.from_json(create(client, "before")["decision"]).cluster == "gpu-east"
 
     raw_sql("UPDATE provisioning_cluster SET enabled = false WHERE name = 'gpu-east'")
 
-    assert create(client, "after")["decision"]["cluster"] != "gpu-east"
+    assert Decision.from_json(create(client, "after")["decision"]).cluster != "gpu-east"
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -119,11 +120,11 @@ def test_inputs_seen_in_a_rolled_back_transaction_are_not_served_after_another_c
     client = api(engineer)
     with pytest.raises(RuntimeError), transaction.atomic():
         raw_sql("UPDATE provisioning_cluster SET enabled = false WHERE name = 'gpu-east'")
-        assert request_evaluate(raw_answers=VALID_ANSWERS).decision["cluster"] != "gpu-east"
+        assert request_evaluate(raw_answers=VALID_ANSWERS).decision.cluster != "gpu-east"
         raise RuntimeError("roll back")
     raw_sql("UPDATE provisioning_cluster SET description = 'changed' WHERE name = 'gpu-west'")
 
-    assert create(client, "after")["decision"]["cluster"] == "gpu-east"
+    assert Decision.from_json(create(client, "after")["decision"]).cluster == "gpu-east"
 
 
 def test_no_active_policy_is_a_404_not_a_500(api, engineer, team_a, inventory):

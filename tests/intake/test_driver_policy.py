@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from intake.decisions import Decision, DriverTerms
 from intake.models import GpuRequest, Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve
@@ -41,32 +42,32 @@ def preview(api, user, answers):
 
 
 def driver_reasons(decision):
-    return [r for r in decision["reasons"] if r["field"] == "driver"]
+    return [r for r in decision.reasons if r.field == "driver"]
 
 
 def test_a_rules_floor_moves_the_work_to_nodes_that_meet_it(api, engineer, platform_user, team_a, inventory):
-    assert preview(api, engineer, SMALL_INFERENCE).json()["decision"]["node_pool"] == "a100-mig-small"
+    assert Decision.from_json(preview(api, engineer, SMALL_INFERENCE).json()["decision"]).node_pool == "a100-mig-small"
     new_policy(platform_user, outcomes={"inference-shared-latency": {"driver": {"min_major": 560}}})
 
-    decision = preview(api, engineer, SMALL_INFERENCE).json()["decision"]
+    decision = Decision.from_json(preview(api, engineer, SMALL_INFERENCE).json()["decision"])
 
-    assert decision["node_pool"] == "h200-mig" and decision["driver"] == {"min_major": 560, "branch": None}
+    assert decision.node_pool == "h200-mig" and decision.driver == DriverTerms(min_major=560, branch=None)
     [reason] = driver_reasons(decision)
-    assert (reason["source"], reason["rule"]) == ("policy", "inference-shared-latency")
-    assert "rule inference-shared-latency sets this floor" in reason["text"]
+    assert (reason.source, reason.rule) == ("policy", "inference-shared-latency")
+    assert "rule inference-shared-latency sets this floor" in reason.text
 
 
 def test_the_stricter_floor_wins_and_says_where_it_came_from(api, engineer, platform_user, team_a, inventory):
     new_policy(platform_user, outcomes={"inference-shared-latency": {"driver": {"min_major": 560}}})
 
-    answered_higher = preview(api, engineer, {**SMALL_INFERENCE, "min_driver_major": 565}).json()["decision"]
-    answered_lower = preview(api, engineer, {**SMALL_INFERENCE, "min_driver_major": 555}).json()["decision"]
+    answered_higher = Decision.from_json(preview(api, engineer, {**SMALL_INFERENCE, "min_driver_major": 565}).json()["decision"])
+    answered_lower = Decision.from_json(preview(api, engineer, {**SMALL_INFERENCE, "min_driver_major": 555}).json()["decision"])
 
-    assert answered_higher["driver"]["min_major"] == 565
-    assert [r["source"] for r in driver_reasons(answered_higher)] == ["answer"]
-    assert answered_lower["driver"]["min_major"] == 560
+    assert answered_higher.driver.min_major == 565
+    assert [r.source for r in driver_reasons(answered_higher)] == ["answer"]
+    assert answered_lower.driver.min_major == 560
     [reason] = driver_reasons(answered_lower)
-    assert reason["source"] == "policy" and "stricter than the 555 you asked for" in reason["text"]
+    assert reason.source == "policy" and "stricter than the 555 you asked for" in reason.text
 
 
 def test_a_guardrails_branch_is_rendered_as_node_affinity_on_device_plugin_pools(api, engineer, platform_user,
@@ -77,8 +78,8 @@ def test_a_guardrails_branch_is_rendered_as_node_affinity_on_device_plugin_pools
     response = preview(api, engineer, TRAINING)
 
     body = response.json()
-    assert body["decision"]["driver"] == {"min_major": 570, "branch": 570}
-    assert body["decision"]["node_pool"] == "h100-train"
+    assert Decision.from_json(body["decision"]).driver == DriverTerms(min_major=570, branch=570)
+    assert Decision.from_json(body["decision"]).node_pool == "h100-train"
     expressions = [
         expression
         for obj in body["manifests"] if obj["kind"] in ("Job", "Deployment")
@@ -87,7 +88,7 @@ def test_a_guardrails_branch_is_rendered_as_node_affinity_on_device_plugin_pools
         for expression in term["matchExpressions"]
     ]
     assert {"key": "nvidia.com/cuda.driver-version.major", "operator": "In", "values": ["570"]} in expressions
-    assert "driver 570 branch" in body["decision"]["summary"]
+    assert "driver 570 branch" in Decision.from_json(body["decision"]).summary
 
 
 def test_a_branch_on_a_dra_pool_is_a_cel_selector_on_the_driver_version(api, engineer, platform_user, team_a,
@@ -98,7 +99,7 @@ def test_a_branch_on_a_dra_pool_is_a_cel_selector_on_the_driver_version(api, eng
 
     body = preview(api, engineer, TRAINING).json()
 
-    assert body["decision"]["cluster"] == "gpu-west"
+    assert Decision.from_json(body["decision"]).cluster == "gpu-west"
     selectors = [s["cel"]["expression"]
                  for obj in body["manifests"] if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate")
                  for request in (obj["spec"].get("devices") or obj["spec"]["spec"]["devices"])["requests"]

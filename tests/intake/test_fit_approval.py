@@ -84,7 +84,7 @@ def test_a_request_that_can_never_fit_is_refused_at_approval(api, engineer, team
                                                               live_fake):
     gpu_request = request_submit(user=engineer, team=team_a, name="big-slice",
                                  raw_answers={**VALID_ANSWERS, "gpu_memory_gb": 60})
-    assert gpu_request.decision["mig_profile"] == "3g.71gb"
+    assert gpu_request.decision.mig_profile == "3g.71gb"
     for name in ("gpu-h200-1", "gpu-h200-2"):  # the layout changed after the decision was made
         live_fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))
     sync(east_live)

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from intake.decisions import Decision, Lease
 from intake.models import GpuRequest
 from intake.services import request_approve
 from intake.tasks import lease_sweep
@@ -44,18 +45,18 @@ def approve(request_id, platform_user, django_capture_on_commit_callbacks):
 def test_development_gets_the_policy_s_seven_day_lease_as_a_reason(api, engineer, inventory):
     body = submit(api, engineer)
 
-    assert body["decision"]["lease"] == {"hours": 168.0, "max_hours": 168.0, "rule": "development-lease"}
-    [reason] = [r for r in body["decision"]["reasons"] if r["field"] == "lease"]
-    assert reason["source"] == "policy" and reason["rule"] == "development-lease"
-    assert reason["text"].startswith("The grant lasts 7 days from approval, then it is taken down unless you extend")
+    assert Decision.from_json(body["decision"]).lease == Lease(hours=168.0, max_hours=168.0, rule="development-lease")
+    [reason] = [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
+    assert reason.source == "policy" and reason.rule == "development-lease"
+    assert reason.text.startswith("The grant lasts 7 days from approval, then it is taken down unless you extend")
     assert body["lease_expires_at"] is None and body["lease_seconds_left"] is None  # not approved yet
 
 
 def test_an_asked_lease_is_the_answer_s_and_never_longer_than_the_policy_allows(api, engineer, inventory):
     body = submit(api, engineer, {**NOTEBOOK, "lease_hours": 8})
-    [reason] = [r for r in body["decision"]["reasons"] if r["field"] == "lease"]
-    assert body["decision"]["lease"]["hours"] == 8.0 and reason["source"] == "answer"
-    assert "8 hours" in reason["text"] and "at most 7 days" in reason["text"]
+    [reason] = [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
+    assert Decision.from_json(body["decision"]).lease.hours == 8.0 and reason.source == "answer"
+    assert "8 hours" in reason.text and "at most 7 days" in reason.text
 
     too_long = api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": "long",
                                                         "answers": {**NOTEBOOK, "lease_hours": 200}}, format="json")
@@ -67,7 +68,7 @@ def test_inference_has_no_lease_unless_asked(api, engineer, inventory):
     answers = {"workload_class": "inference", "tenancy": "multi_tenant", "latency": "latency_sensitive",
                "gpu_memory_gb": 16, "image": "nvcr.io/nvidia/tritonserver:25.01-py3"}
     body = submit(api, engineer, answers, name="chat")
-    assert body["decision"]["lease"] is None and not [r for r in body["decision"]["reasons"] if r["field"] == "lease"]
+    assert Decision.from_json(body["decision"]).lease is None and not [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
 
 
 def test_the_owner_extends_within_the_maximum_and_nobody_else_does(

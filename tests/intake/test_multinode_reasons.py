@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from intake.decisions import Decision, MultiNode
 from intake.services import request_submit
 from provisioning.inventory import cluster_declare
 
@@ -32,7 +33,7 @@ def _preview(api, engineer):
 
 
 def _reason(decision, field):
-    (reason,) = [r for r in decision["reasons"] if r["field"] == field]
+    (reason,) = [r for r in decision.reasons if r.field == field]
     return reason
 
 
@@ -41,12 +42,12 @@ def test_with_jobset_and_a_topology_the_gang_restarts_whole_and_is_packed(api, e
 
     body = _preview(api, engineer)
 
-    decision = body["decision"]
-    assert decision["multi_node"] == {"restart": "jobset", "topology": "nvidia.com/gpu.clique",
-                                      "compute_domain": False}
+    decision = Decision.from_json(body["decision"])
+    assert decision.multi_node == MultiNode(restart="jobset", topology="nvidia.com/gpu.clique",
+                                            compute_domain=False, placement_may_stall=False)
     restart = _reason(decision, "restart")
-    assert restart["source"] == "cluster" and "restarts the whole gang" in restart["text"]
-    assert "podset-required-topology" in _reason(decision, "topology")["text"]
+    assert restart.source == "cluster" and "restarts the whole gang" in restart.text
+    assert "podset-required-topology" in _reason(decision, "topology").text
     kinds = [m["kind"] for m in body["manifests"]]
     assert "JobSet" in kinds and "Job" not in kinds
     jobset = next(m for m in body["manifests"] if m["kind"] == "JobSet")
@@ -58,11 +59,11 @@ def test_with_jobset_and_a_topology_the_gang_restarts_whole_and_is_packed(api, e
 def test_without_jobset_the_reason_says_the_whole_job_fails_and_nothing_packs_it(api, engineer, team_a):
     _cluster()
 
-    decision = _preview(api, engineer)["decision"]
+    decision = Decision.from_json(_preview(api, engineer)["decision"])
 
-    assert decision["multi_node"]["restart"] == "fail_job"
-    assert "fails the whole Job at once" in _reason(decision, "restart")["text"]
-    assert "not packed" in _reason(decision, "topology")["text"]
+    assert decision.multi_node.restart == "fail_job"
+    assert "fails the whole Job at once" in _reason(decision, "restart").text
+    assert "not packed" in _reason(decision, "topology").text
 
 
 def test_the_request_page_says_what_a_failed_rank_does(engineer, team_a):

@@ -160,5 +160,5 @@ def test_an_automatic_approval_is_said_to_be_automatic(engineer, team_a, invento
 def test_the_stored_summary_marks_nothing_below(engineer, team_a, inventory):
     # The API and the approval queue list show the stored summary with no reasons table under it.
     gpu_request = request_submit(user=engineer, team=team_a, name="chat-serve", raw_answers=VALID_ANSWERS)
-    assert "marked below" not in gpu_request.decision["summary"]
-    assert re.search(r"; \d+ choices came from defaults, not decisions\.$", gpu_request.decision["summary"])
+    assert "marked below" not in gpu_request.decision.summary
+    assert re.search(r"; \d+ choices came from defaults, not decisions\.$", gpu_request.decision.summary)

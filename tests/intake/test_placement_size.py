@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from intake.decisions import Decision
 from provisioning.inventory import cluster_declare
 
 pytestmark = pytest.mark.django_db
@@ -42,9 +43,9 @@ def test_a_four_node_gang_goes_to_the_pool_that_holds_it_not_the_smallest_gpu(ap
     response = preview(api, engineer, GANG)
 
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert (decision["node_pool"], decision["gpu_model"]) == ("h200-four", "H200-141GB")
-    pool_reason = next(r for r in decision["reasons"] if r["field"] == "node_pool")["text"]
+    decision = Decision.from_json(response.json()["decision"])
+    assert (decision.node_pool, decision.gpu_model) == ("h200-four", "H200-141GB")
+    pool_reason = next(r for r in decision.reasons if r.field == "node_pool").text
     assert "train/h100-one (1 node of 8 GPUs hold at most 1 of the 4 replicas)" in pool_reason
 
 
@@ -86,9 +87,9 @@ def test_two_mig_slices_per_replica_go_to_whole_gpus_where_the_rule_says_so(api,
     response = preview(api, engineer, {**INFERENCE, "gpus_per_replica": 2})
 
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert decision["strategy"] == "whole_gpu" and decision["mig_profile"] is None
-    strategy_reasons = [r["text"] for r in decision["reasons"] if r["field"] == "strategy"]
+    decision = Decision.from_json(response.json()["decision"])
+    assert decision.strategy == "whole_gpu" and decision.mig_profile is None
+    strategy_reasons = [r.text for r in decision.reasons if r.field == "strategy"]
     assert any("cannot use MIG slices: a CUDA process sees one MIG device" in text for text in strategy_reasons)
 
 
@@ -103,4 +104,4 @@ def test_two_time_sliced_shares_per_replica_are_refused_on_gpus_per_replica(api,
 def test_one_slice_per_replica_stays_on_mig(api, engineer, team_a, inventory):
     response = preview(api, engineer, {**INFERENCE, "replicas": 3})
 
-    assert response.json()["decision"]["strategy"] == "mig"
+    assert Decision.from_json(response.json()["decision"]).strategy == "mig"

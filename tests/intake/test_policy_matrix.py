@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from intake.decisions import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec, decide
+from intake.decisions import Answers, ClusterSpec, Gang, Inventory, PolicySpec, PoolSpec, RuleSpec, decide
 from intake.default_policy import DEFAULT_RULES
 from gpu.catalogue import load_catalogue
 
@@ -90,19 +90,19 @@ def test_default_policy_matrix(workload_class, tenancy, latency, sensitivity):
 
     decision = decide(answers, default_policy(), demo_inventory())
 
-    assert decision["rule"] == want["rule"]
-    assert decision["strategy"] == want["strategy"]
-    assert decision["memory_isolation"] == want["memory_isolation"]
-    assert decision["fabric_isolation"] == want["fabric_isolation"]
-    assert decision["auto_approve"] == want["auto_approve"]
-    assert (decision["gang"] is not None) == want["gang"]
+    assert decision.rule == want["rule"]
+    assert decision.strategy == want["strategy"]
+    assert decision.memory_isolation == want["memory_isolation"]
+    assert decision.fabric_isolation == want["fabric_isolation"]
+    assert decision.auto_approve == want["auto_approve"]
+    assert (decision.gang is not None) == want["gang"]
     if want["gang"]:
-        assert decision["gang"] == {"min_members": 2, "backend": "volcano"}
-    assert {r["field"] for r in decision["reasons"] if r["source"] == "default"} == want["default_fields"]
-    assert decision["policy_version"] == 1
+        assert decision.gang == Gang(min_members=2, backend="volcano")
+    assert {r.field for r in decision.reasons if r.source == "default"} == want["default_fields"]
+    assert decision.policy_version == 1
     # Regulated data is never time-sliced, whatever the route said.
     if sensitivity == "regulated":
-        assert decision["strategy"] != "time_slicing"
+        assert decision.strategy != "time_slicing"
 
 
 def test_the_matrix_covers_every_combination():
@@ -114,9 +114,9 @@ def test_mig_picks_the_smallest_profile_that_holds_the_memory():
                       gpu_memory_gb=16, image="busybox:1")
     decision = decide(answers, default_policy(), demo_inventory())
     # 1g.10gb (A100 pool) is too small; the H200 pool's balanced layout offers 1g.18gb.
-    assert (decision["gpu_model"], decision["mig_profile"], decision["node_pool"]) == ("H200-141GB", "1g.18gb", "h200-mig")
-    assert decision["gpu_equivalents_per_replica"] == pytest.approx(1 / 7, abs=1e-6)
-    assert "hardware-isolated 1g.18gb slice of an H200-141GB" in decision["summary"]
+    assert (decision.gpu_model, decision.mig_profile, decision.node_pool) == ("H200-141GB", "1g.18gb", "h200-mig")
+    assert decision.gpu_equivalents_per_replica == pytest.approx(1 / 7, abs=1e-6)
+    assert "hardware-isolated 1g.18gb slice of an H200-141GB" in decision.summary
 
 
 def test_mig_falls_back_to_a_whole_gpu_with_the_reason_when_no_profile_fits():
@@ -124,10 +124,10 @@ def test_mig_falls_back_to_a_whole_gpu_with_the_reason_when_no_profile_fits():
                       gpu_memory_gb=75, image="busybox:1")
     decision = decide(answers, default_policy(), demo_inventory())
     # all-balanced on H200 offers at most 3g.71gb; nothing holds 75 GB, so the rule's fallback applies.
-    assert decision["strategy"] == "whole_gpu"
-    assert decision["memory_isolation"] == "exclusive"
-    strategy_reasons = [r for r in decision["reasons"] if r["field"] == "strategy"]
-    assert any("no pool offers a MIG profile that holds 75 GB" in r["text"] and r["source"] == "policy"
+    assert decision.strategy == "whole_gpu"
+    assert decision.memory_isolation == "exclusive"
+    strategy_reasons = [r for r in decision.reasons if r.field == "strategy"]
+    assert any("no pool offers a MIG profile that holds 75 GB" in r.text and r.source == "policy"
                for r in strategy_reasons)
 
 
@@ -140,8 +140,8 @@ def test_regulated_development_is_moved_off_time_slicing_by_the_guardrail():
         key=r.key, kind="route", match=r.match, outcome={"strategy": "time_slicing"}, rationale="cheap",
         owner="x", position=r.position) for r in policy.rules)
     decision = decide(answers, PolicySpec(version=2, rules=rules), demo_inventory())
-    assert decision["strategy"] == "mig"
-    assert "regulated-never-time-sliced" in decision["guardrails"]
+    assert decision.strategy == "mig"
+    assert "regulated-never-time-sliced" in decision.guardrails
 
 
 def test_multi_replica_training_without_a_gang_scheduler_is_refused_with_the_reason():
@@ -159,7 +159,7 @@ def test_single_replica_training_needs_no_gang_scheduler():
     answers = Answers(workload_class="training", tenancy="dedicated", latency="batch", gpu_memory_gb=40,
                       replicas=1, image="busybox:1")
     decision = decide(answers, default_policy(), demo_inventory(gang_scheduler="none"))
-    assert decision["gang"] is None
+    assert decision.gang is None
 
 
 def test_ties_between_equally_specific_rules_go_to_the_lower_position_then_the_key():
@@ -179,6 +179,6 @@ def test_answers_left_at_their_defaults_are_marked_as_inherited():
         defaulted={"replicas", "data_sensitivity"},
     )
     decision = decide(answers, default_policy(), demo_inventory())
-    defaulted = {r["field"] for r in decision["reasons"] if r["source"] == "default"}
+    defaulted = {r.field for r in decision.reasons if r.source == "default"}
     assert {"replicas", "data_sensitivity"} <= defaulted
     assert "gpus_per_replica" not in defaulted

@@ -31,8 +31,8 @@ def test_a_draft_copies_the_rules_and_signing_off_makes_it_current(platform_user
     assert changed.signed_off_by == "pat"
     assert unchanged.signed_off_by == "platform-team (initial policy)"  # keeps the sign-off it had
     after = request_submit(user=engineer, team=team_a, name="after", raw_answers=VALID_ANSWERS)
-    assert (before.policy_version.number, before.decision["strategy"]) == (1, "mig")
-    assert (after.policy_version.number, after.decision["strategy"], after.rule_key) == (2, "whole_gpu",
+    assert (before.policy_version.number, before.decision.strategy) == (1, "mig")
+    assert (after.policy_version.number, after.decision.strategy, after.rule_key) == (2, "whole_gpu",
                                                                                         "inference-shared-latency")
 
 

@@ -97,10 +97,10 @@ def _running(engineer, team_a, answers=VALID_ANSWERS) -> GpuRequest:
 def test_a_running_request_shows_its_gpu_hours_so_far_its_expected_end_and_how_to_reach_it(engineer, team_a,
                                                                                             inventory):
     gpu_request = _running(engineer, team_a, {**VALID_ANSWERS, "expected_hours": 10})
-    RateCard.objects.create(gpu_model=gpu_request.decision["gpu_model"], strategy=gpu_request.strategy,
+    RateCard.objects.create(gpu_model=gpu_request.decision.gpu_model, strategy=gpu_request.strategy,
                             price_per_equivalent_hour=Decimal("7"), currency="EUR", valid_from=date(2026, 1, 1))
     started = timezone.now() - timedelta(hours=2)
-    usage_ingest(cluster_name=gpu_request.decision["cluster"], now=timezone.now(), pods=[
+    usage_ingest(cluster_name=gpu_request.decision.cluster, now=timezone.now(), pods=[
         pod_for(gpu_request, started_at=started, finished_at=started + timedelta(hours=1))])
 
     html = login(engineer).get(f"/requests/{gpu_request.pk}/").content.decode()
@@ -108,7 +108,7 @@ def test_a_running_request_shows_its_gpu_hours_so_far_its_expected_end_and_how_t
     running = html[html.index('data-testid="running"'):html.index("</pre>")]
     expected_end = (started + timedelta(hours=10)).strftime("%Y-%m-%d %H:%M")
     assert f'data-testid="expected-end">{expected_end} UTC' in running
-    equivalents = Decimal(str(gpu_request.decision["gpu_equivalents"]))
+    equivalents = Decimal(str(gpu_request.decision.gpu_equivalents))
     assert f"{equivalents:.2f} GPU-equivalent hours" in running and "(EUR " in running
     namespace = f"gpu-{team_a.slug}"
     assert f"namespace <code>{namespace}</code>" in running

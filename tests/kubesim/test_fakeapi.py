@@ -104,7 +104,9 @@ def test_create_namespace_answers_201_with_server_metadata(core, kube_client):
     assert created.metadata.uid and created.metadata.resource_version and created.metadata.creation_timestamp
     assert created.metadata.labels == {"kubernetes.io/metadata.name": NS}
     assert core.read_namespace(NS).status.phase == "Active"
-    assert [n.metadata.name for n in core.list_namespace().items] == [NS]
+    # The API server's own namespaces are there from the start.
+    assert [n.metadata.name for n in core.list_namespace().items] == [
+        "default", "kube-node-lease", "kube-public", "kube-system", NS]
 
 
 def test_create_twice_is_a_conflict(dyn, config_maps):
@@ -249,7 +251,7 @@ def test_apply_ignores_status_of_kinds_with_a_status_subresource(dyn, kube_clien
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "namespace": NS},
-        "spec": {},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}},
         "status": {"succeeded": 9},
     }
 

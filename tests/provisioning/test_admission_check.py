@@ -84,6 +84,29 @@ def test_the_controller_installs_its_admission_check_and_the_team_queue_requires
     assert queue["spec"]["resourceGroups"][0]["flavors"][0]["name"] == "h100"  # the platform's quota kept
 
 
+def test_the_controller_never_creates_a_cluster_queue_the_platform_did_not_make(inventory, fake_kube):
+    # Server-side apply of the admissionChecksStrategy field alone would create an empty gpu-portal ClusterQueue (no
+    # resourceGroups, no namespaceSelector), which admits nothing. The controller reads it first and reports it.
+    call_command("register_cluster", "gpu-east", "--server", fake_kube.url, "--token", "t", "--ca-cert-file",
+                 fake_kube.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "kueue", stdout=StringIO())
+    cluster = Cluster.objects.get(name="gpu-east")
+
+    run = admission_checks_sync(cluster_id=cluster.pk)
+
+    assert fake_kube.get(KUEUE, "ClusterQueue", "gpu-portal") is None
+    assert run.status == "error"
+    assert "ClusterQueue gpu-portal does not exist on gpu-east, and the portal never creates one" in run.message
+    assert fake_kube.get(KUEUE, "AdmissionCheck", ADMISSION_CHECK_NAME) is not None  # harmless on its own
+    assert not [r for r in fake_kube.requests if r.method == "PATCH" and "/clusterqueues/" in r.path]
+
+    # Once the platform makes it, the next run adds the portal's check to it.
+    fake_kube.put({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "gpu-portal"},
+                   "spec": {"namespaceSelector": {}, "resourceGroups": []}})
+    assert admission_checks_sync(cluster_id=cluster.pk).status == "done"
+    assert fake_kube.get(KUEUE, "ClusterQueue", "gpu-portal")["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": ADMISSION_CHECK_NAME}]}
+
+
 def test_a_kubectl_job_is_held_until_approved_in_the_admin_then_admitted(kueue_east, fake_kube, platform_user):
     admission_checks_sync(cluster_id=kueue_east.pk)
     job, workload = kueue.submit_job(fake_kube, kubectl_job("adhoc-train"))
@@ -93,8 +116,8 @@ def test_a_kubectl_job_is_held_until_approved_in_the_admin_then_admitted(kueue_e
 
     found = GpuRequest.objects.get(origin="cluster")
     assert run.found == 1 and found.status == "pending_approval" and found.team.slug == "team-a"
-    assert found.answers["gpus_per_replica"] == 8 and found.decision["gpu_model"] == "H100-80GB"
-    assert "FoundInCluster" in found.decision["review_reasons"] and not found.decision["auto_approve"]
+    assert found.answers["gpus_per_replica"] == 8 and found.decision.gpu_model == "H100-80GB"
+    assert "FoundInCluster" in found.decision.review_reasons and not found.decision.auto_approve
     assert "Found in the cluster: Job gpu-team-a/adhoc-train" in found.events.first().comment
     held = portal_check(fake_kube, workload)
     assert held["state"] == "Pending" and f"request #{found.pk}" in held["message"]

@@ -86,7 +86,7 @@ def test_a_driver_floor_on_dra_only_nodes_is_a_cel_selector_not_a_node_label(api
     gpu_request = request_submit(user=engineer, team=team_a, name="pretrain",
                                  raw_answers={**TRAINING, "min_driver_major": 575})
     # The floor needs the claim's CEL selector: no extended-resource path although gpu.nvidia.com declares one.
-    assert (gpu_request.decision["node_pool"], gpu_request.decision["dra_extended_resource"]) == ("b200-train", None)
+    assert (gpu_request.decision.node_pool, gpu_request.decision.dra_extended_resource) == ("b200-train", None)
 
     objects = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/manifests/").json()
 
@@ -104,7 +104,7 @@ def test_a_driver_floor_on_dra_only_nodes_is_a_cel_selector_not_a_node_label(api
 def test_the_gfd_label_joins_the_cel_floor_where_the_pool_nodes_carry_it(api, engineer, team_a, lab):
     gpu_request = request_submit(user=engineer, team=team_a, name="serve",
                                  raw_answers={**VALID_ANSWERS, "min_driver_major": 560})
-    assert (gpu_request.decision["node_pool"], gpu_request.decision["strategy"]) == ("h200-mig", "mig")
+    assert (gpu_request.decision.node_pool, gpu_request.decision.strategy) == ("h200-mig", "mig")
 
     objects = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/manifests/").json()
 
@@ -121,9 +121,9 @@ def test_a_device_class_with_an_extended_resource_serves_pods_asking_for_it(api,
     training = request_submit(user=engineer, team=team_a, name="pretrain", raw_answers=TRAINING)
     serving = request_submit(user=engineer, team=team_a, name="serve", raw_answers=VALID_ANSWERS)
 
-    assert training.decision["dra_extended_resource"] == "nvidia.com/gpu"
-    assert serving.decision["dra_extended_resource"] == "nvidia.com/mig-1g.18gb"
-    reason = next(r["text"] for r in training.decision["reasons"] if r["field"] == "scheduling_model")
+    assert training.decision.dra_extended_resource == "nvidia.com/gpu"
+    assert serving.decision.dra_extended_resource == "nvidia.com/mig-1g.18gb"
+    reason = next(r.text for r in training.decision.reasons if r.field == "scheduling_model")
     assert reason.startswith("GPUs are requested through nvidia.com/gpu limits served from DRA devices (a "
                              "DeviceClass declares it: DRAExtendedResource)")
     for gpu_request, resource, count in ((training, "nvidia.com/gpu", "4"), (serving, "nvidia.com/mig-1g.18gb", "1")):

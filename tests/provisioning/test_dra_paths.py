@@ -59,7 +59,7 @@ def pod_template(objects) -> dict:
 def test_a_time_sliced_request_on_kueue_dra_gets_a_claim_template_and_the_declared_driver_config(api, engineer, team_a):
     lab_cluster(dra_feature_gates=["TimeSlicingSettings"])
     notebook = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV)
-    assert (notebook.decision["cluster"], notebook.decision["node_pool"]) == ("gpu-lab", "l40s-ts")
+    assert (notebook.decision.cluster, notebook.decision.node_pool) == ("gpu-lab", "l40s-ts")
 
     objects = manifests(api, engineer, notebook)
 
@@ -106,7 +106,7 @@ def test_a_time_sliced_dra_replica_counts_and_bills_the_devices_its_claim_holds(
     notebook = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=DEV)
 
     # One L40S held by the pod's own claim is one GPU equivalent, not a quarter: nothing shares it.
-    assert notebook.decision["gpu_equivalents"] == 1.0
+    assert notebook.decision.gpu_equivalents == 1.0
     fit = api(engineer).get(f"/api/v1/requests/{notebook.pk}/fit/").json()
     assert fit["demand"]["pods"] == 1 and fit["demand"]["resource"] == "gpu.nvidia.com/gpu"
     # Auto-approved, it holds its GPU: half of the team's 2 GPU equivalents of time-slicing.
@@ -142,3 +142,50 @@ def test_the_namespace_quota_on_dra_counts_devices_per_device_class(api, enginee
         # 2g and 3g profiles share the class, and their devices reach the quota's equivalents first.
         "mig.nvidia.com.deviceclass.resource.k8s.io/devices": "14",
     }
+
+
+def _quota(api, user, team, name="notebook", **answers) -> dict:
+    notebook = request_submit(user=user, team=team, name=name, raw_answers={**DEV, **answers})
+    (quota,) = [o for o in manifests(api, user, notebook) if o["kind"] == "ResourceQuota"]
+    return quota["spec"]["hard"]
+
+
+def test_mps_claims_have_a_quota_line_of_their_own(api, engineer, team_a):
+    # An MPS claim holds whole gpu.nvidia.com devices: a team with only an MPS quota is capped there (not unlimited
+    # through kubectl), and in a mixed team MPS pods do not eat the whole-GPU cap.
+    cluster = lab_cluster(dra_mps_support=True)
+    cluster_declare(name="gpu-lab", dra_mps_support=True, pools=[
+        {"name": "h200-mps", "gpu_model": "H200-141GB", "node_count": 1, "gpus_per_node": 8, "sharing_mode": "mps",
+         "time_slicing_replicas": 4, "node_selector": {"gpu-portal.io/pool": "h200-mps"}}])
+    assert cluster.pools.count() == 4
+    team_quota_set(team=team_a, strategy="mps", gpu_equivalents=2)
+    assert _quota(api, engineer, team_a) == {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "2"}
+
+    team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=4)
+    assert _quota(api, engineer, team_a, "notebook-2")["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "6"
+
+
+@pytest.mark.parametrize(("version", "gpus"), [("1.36", "38"), ("1.35", "16")])
+def test_on_a_mixed_cluster_the_extended_resource_quota_holds_the_dra_claims_too(api, engineer, team_a, version, gpus):
+    # KEP-5004 ("Resource Quota"): from 1.36 claims of gpu.nvidia.com, which declares extendedResourceName
+    # nvidia.com/gpu, count against requests.nvidia.com/gpu as well as against their class. The device plugin's cap
+    # (16) and the class's (22) must fit together in that key, or 16 + 22 become 16 in all; like every cap, each side
+    # alone allows the whole quota, and approval holds the exact figure per strategy.
+    cluster = cluster_declare(name="gpu-mixed", kubernetes_version=version, scheduling_model="device_plugin",
+                              gang_scheduler="none", applier="gitops", pools=[
+        {"name": "h100", "gpu_model": "H100-80GB", "node_count": 4, "gpus_per_node": 8, "sharing_mode": "exclusive"},
+        {"name": "h200-dra", "gpu_model": "H200-141GB", "node_count": 1, "gpus_per_node": 8,
+         "sharing_mode": "exclusive", "scheduling_model": "dra"},
+        {"name": "l40s-ts", "gpu_model": "L40S-48GB", "node_count": 1, "gpus_per_node": 4, "sharing_mode": "time_slicing",
+         "time_slicing_replicas": 4, "scheduling_model": "dra"}])  # fmt: skip
+    # The NVIDIA chart's classes as inventory sync records them (templates/deviceclass-gpu.yaml, -mig.yaml).
+    Cluster.objects.filter(pk=cluster.pk).update(dra_device_classes=[
+        {"name": "gpu.nvidia.com", "extended_resource_name": "nvidia.com/gpu"},
+        {"name": "mig.nvidia.com", "extended_resource_name": ""}])
+    team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=16)
+    team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=6)
+
+    hard = _quota(api, engineer, team_a, gpu_memory_gb=60, tenancy="dedicated")
+
+    assert hard["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "22"  # 16 whole + 6 time-sliced claims
+    assert hard["requests.nvidia.com/gpu"] == gpus

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from intake.decisions import Decision
 from provisioning.models import Cluster
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,7 @@ def test_inference_on_a_volcano_cluster_is_scheduled_by_volcano_in_the_teams_que
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": valid_answers},
                                   format="json")
 
-    assert response.json()["decision"]["cluster"] == "gpu-east" and response.json()["decision"]["gang"] is None
+    assert Decision.from_json(response.json()["decision"]).cluster == "gpu-east" and Decision.from_json(response.json()["decision"]).gang is None
     template = _pod_spec(response)
     assert template["spec"]["schedulerName"] == "volcano"
     assert template["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "gpu-team-a"

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from gpu.catalogue import load_catalogue, sanitise_product
+from intake.decisions import Decision
 from provisioning.inventory_sync import inventory_sync
 from provisioning.manifests import render
 from provisioning.models import Cluster, Node, NodePool
@@ -82,8 +83,8 @@ def test_pods_placed_on_an_h200_nvl_pool_are_pinned_to_the_nvl_product(api, engi
                                   format="json")
 
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert (decision["gpu_model"], decision["node_pool"]) == ("H200-141GB", "h200-141gb-nvl")
+    decision = Decision.from_json(response.json()["decision"])
+    assert (decision.gpu_model, decision.node_pool) == ("H200-141GB", "h200-141gb-nvl")
     (job,) = [o for o in response.json()["manifests"] if o["kind"] == "Job"]
     assert job["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H200-NVL"
 

@@ -52,22 +52,22 @@ def test_a_synced_cluster_offers_what_its_nodes_offer(east_live, live_fake):
 
 def test_the_decision_changes_when_discovery_says_the_layout_changed(east_live, live_fake):
     before = request_evaluate(raw_answers=INFERENCE_30GB).decision
-    assert (before["strategy"], before["mig_profile"], before["node_pool"]) == ("mig", "2g.35gb", "h200-mig")
+    assert (before.strategy, before.mig_profile, before.node_pool) == ("mig", "2g.35gb", "h200-mig")
 
     for name in ("gpu-h200-1", "gpu-h200-2"):  # mig-manager applied all-1g.18gb everywhere
         live_fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))
     sync(east_live)
     after = request_evaluate(raw_answers=INFERENCE_30GB).decision
 
-    assert after["strategy"] == "whole_gpu" and after["mig_profile"] is None
-    assert "no pool offers a MIG profile that holds 30 GB" in " ".join(r["text"] for r in after["reasons"])
+    assert after.strategy == "whole_gpu" and after.mig_profile is None
+    assert "no pool offers a MIG profile that holds 30 GB" in " ".join(r.text for r in after.reasons)
     small = request_evaluate(raw_answers={**VALID_ANSWERS, "gpu_memory_gb": 16}).decision
-    assert (small["mig_profile"], small["node_pool"]) == ("1g.18gb", "h200-mig")
+    assert (small.mig_profile, small.node_pool) == ("1g.18gb", "h200-mig")
 
 
 def test_the_decision_follows_the_driver_the_nodes_run(east_live, live_fake):
     floor = {**TRAINING, "min_driver_major": 575}
-    assert request_evaluate(raw_answers=floor).decision["cluster"] == "gpu-west"  # declared: H100 on 570
+    assert request_evaluate(raw_answers=floor).decision.cluster == "gpu-west"  # declared: H100 on 570
 
     for i in (1, 2, 3, 4):
         live_fake.put(k.h100_node(f"gpu-h100-{i}", driver="580.65.06"))
@@ -75,8 +75,8 @@ def test_the_decision_follows_the_driver_the_nodes_run(east_live, live_fake):
     sync(east_live)
 
     decision = request_evaluate(raw_answers=floor).decision
-    assert (decision["cluster"], decision["node_pool"]) == ("gpu-east", "h100-train")
-    assert "this pool runs 580" in next(r["text"] for r in decision["reasons"] if r["field"] == "driver")
+    assert (decision.cluster, decision.node_pool) == ("gpu-east", "h100-train")
+    assert "this pool runs 580" in next(r.text for r in decision.reasons if r.field == "driver")
 
 
 def test_a_synced_pool_without_nodes_offers_nothing(east_live, live_fake):
@@ -88,7 +88,7 @@ def test_a_synced_pool_without_nodes_offers_nothing(east_live, live_fake):
     dev = {"workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
            "image": "jupyter/base-notebook:latest"}
     decision = request_evaluate(raw_answers=dev).decision
-    assert decision["strategy"] == "whole_gpu" and decision["node_pool"] != "l40s-shared"
+    assert decision.strategy == "whole_gpu" and decision.node_pool != "l40s-shared"
 
 
 def test_objects_are_rendered_for_the_gpu_the_nodes_carry(east_live, live_fake, engineer, team_a):
@@ -100,6 +100,6 @@ def test_objects_are_rendered_for_the_gpu_the_nodes_carry(east_live, live_fake, 
 
     preview = request_preview(user=engineer, team=team_a, raw_answers=TRAINING)
 
-    assert (preview.decision["gpu_model"], preview.decision["node_pool"]) == ("H200-141GB", "h100-train")
+    assert (preview.decision.gpu_model, preview.decision.node_pool) == ("H200-141GB", "h100-train")
     job = next(o for o in preview.manifests if o["kind"] == "Job")
     assert job["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H200"

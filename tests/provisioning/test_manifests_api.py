@@ -44,7 +44,7 @@ def test_training_on_the_dra_cluster_renders_claims_and_a_native_gang(api, engin
     answers = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 150,
                "gpus_per_replica": 1, "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
     gpu_request = request_submit(user=engineer, team=team_a, name="big", raw_answers=answers)
-    assert gpu_request.decision["cluster"] == "gpu-west"  # only the B200s hold 150 GB
+    assert gpu_request.decision.cluster == "gpu-west"  # only the B200s hold 150 GB
     objects = api(engineer).get(f"/api/v1/requests/{gpu_request.pk}/manifests/").json()
     kinds = {(m["apiVersion"], m["kind"]) for m in objects}
     assert ("resource.k8s.io/v1", "ResourceClaimTemplate") in kinds

@@ -31,7 +31,7 @@ def waiting_for_slices(east_live, live_fake, engineer, team_a):
     """A pending request for 2 x 3g.71gb on h200-mig, whose nodes now both run all-1g.18gb."""
     gpu_request = request_submit(user=engineer, team=team_a, name="llm",
                                  raw_answers={**VALID_ANSWERS, "gpu_memory_gb": 60, "replicas": 2})
-    assert (gpu_request.decision["mig_profile"], gpu_request.decision["node_pool"]) == ("3g.71gb", "h200-mig")
+    assert (gpu_request.decision.mig_profile, gpu_request.decision.node_pool) == ("3g.71gb", "h200-mig")
     live_fake.remove("v1", "Pod", "serve-1", "gpu-team-a")
     for name in ("gpu-h200-1", NODE):
         live_fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))

@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from intake.decisions import Decision
 from intake.models import Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create
@@ -82,12 +83,12 @@ def test_the_policy_routes_to_mps_and_preview_renders_an_mps_pod(api, engineer, 
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": NOTEBOOK}, format="json")
 
     assert response.status_code == 200, response.json()
-    decision = response.json()["decision"]
-    assert (decision["strategy"], decision["cluster"], decision["node_pool"]) == ("mps", "gpu-east", "h100-80gb-mps4")
-    assert (decision["memory_isolation"], decision["memory_limit_gb"]) == ("limited", 20.0)  # 80 GB / 4 clients
-    assert decision["gpu_equivalents"] == 0.25
-    assert "memory is capped at 20 GB per client by MPS" in decision["summary"]
-    assert "not isolated" not in decision["summary"]
+    decision = Decision.from_json(response.json()["decision"])
+    assert (decision.strategy, decision.cluster, decision.node_pool) == ("mps", "gpu-east", "h100-80gb-mps4")
+    assert (decision.memory_isolation, decision.memory_limit_gb) == ("limited", 20.0)  # 80 GB / 4 clients
+    assert decision.gpu_equivalents == 0.25
+    assert "memory is capped at 20 GB per client by MPS" in decision.summary
+    assert "not isolated" not in decision.summary
     (deployment,) = [o for o in response.json()["manifests"] if o["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu.shared"] == "1"
@@ -103,7 +104,7 @@ def test_mps_does_not_take_a_request_above_its_per_client_memory_limit(api, engi
                                   "gpu_memory_gb": 30}}, format="json")
 
     assert response.status_code == 200, response.json()
-    assert response.json()["decision"]["strategy"] == "whole_gpu"
+    assert Decision.from_json(response.json()["decision"]).strategy == "whole_gpu"
 
 
 def test_a_rule_may_name_mps_and_still_not_an_unknown_strategy(api, platform_user):
@@ -124,7 +125,7 @@ def test_metering_prices_an_mps_pod_as_a_share_of_the_pool(mps_cluster, engineer
 
     team_quota_set(team=team_a, strategy="mps", gpu_equivalents=1)  # the rule approves only with a quota
     request = request_submit(user=engineer, team=team_a, name="notebook", raw_answers=NOTEBOOK)
-    assert request.decision["strategy"] == "mps" and request.status == "approved"
+    assert request.decision.strategy == "mps" and request.status == "approved"
     pod = k.gpu_pod("notebook-0", node="gpu-mps-1", resources={"nvidia.com/gpu.shared": 1}, request_id=request.pk)
     pod["metadata"]["labels"] |= {"gpu-portal.io/strategy": "mps", "gpu-portal.io/cluster": "gpu-east"}
     pod["metadata"]["annotations"] = {"gpu-portal.io/gpu-equivalents": "0.250000", "gpu-portal.io/gpu-model": "H100-80GB",

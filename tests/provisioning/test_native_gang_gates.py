@@ -104,3 +104,45 @@ def test_with_the_gate_the_gang_is_v1beta1_and_valid_for_1_37(api, engineer, tea
     job = next(m for m in manifests if m["kind"] == "Job")
     assert job["spec"]["template"]["spec"]["schedulingGroup"] == {"podGroupName": "llm-r0-workers"}
     assert validate_objects(manifests, "1.37") == len(manifests)
+
+
+# --- 1.35 and 1.36: two alpha gates, both off (KEP-4671) -----------------------------------------------------------
+
+@pytest.mark.parametrize(("version", "gates", "missing"), [
+    ("1.35", [], "GenericWorkload and GangScheduling"),
+    ("1.35", ["GenericWorkload"], "GangScheduling"),  # the API is served, but the pods would start one by one
+    ("1.36", ["GangScheduling"], "GenericWorkload"),
+])
+def test_register_cluster_refuses_native_on_1_35_and_1_36_without_both_alpha_gates(version, gates, missing):
+    args = ["register_cluster", "lab", "--gitops-repo", "/tmp/lab-repo", "--kubernetes-version", version,
+            "--gang-scheduler", "native", *[a for gate in gates for a in ("--feature-gate", gate)]]
+    with pytest.raises(CommandError, match=rf"feature_gates: .*needs the {missing} feature gate"):
+        call_command(*args)
+    assert not Cluster.objects.exists()
+
+    call_command(*args, *[a for gate in ("GenericWorkload", "GangScheduling") if gate not in gates
+                          for a in ("--feature-gate", gate)])
+    assert set(Cluster.objects.get(name="lab").feature_gates) == {"GenericWorkload", "GangScheduling"}
+
+
+def test_the_renderer_refuses_a_1_36_native_gang_with_only_the_api_gate():
+    from dataclasses import replace
+
+    from provisioning.manifests import RenderError, render_all
+    from tests.provisioning.manifests.matrix import cases
+
+    case = next(c for c in cases() if c.id == "whole_gpu-device_plugin-native-1.36-training_gang-plain")
+    render_all(case.team, case.request, case.cluster)  # both gates declared: the v1alpha2 gang renders
+    with pytest.raises(RenderError, match="without GangScheduling the scheduler would start the pods one by one"):
+        render_all(case.team, case.request, replace(case.cluster, feature_gates=("GenericWorkload",)))
+
+
+def test_preview_on_an_undeclared_1_35_native_cluster_is_a_400_naming_both_gates(api, engineer, team_a):
+    cluster = _legacy_cluster()
+    Cluster.objects.filter(pk=cluster.pk).update(kubernetes_version="1.35")
+
+    response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": GANG}, format="json")
+
+    assert response.status_code == 400, response.json()
+    message = response.json()["answers"]["replicas"][0]
+    assert "GenericWorkload and GangScheduling" in message and "feature_gates" in message

@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from intake.decisions import Decision
 from provisioning.inventory_sync import inventory_sync
 from provisioning.models import Cluster, NodePool
 from kubesim import nodes as k
@@ -62,7 +63,7 @@ def test_time_sliced_single_slices_are_flagged_and_the_preview_goes_elsewhere(ap
     response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": valid_answers},
                                   format="json")
     assert response.status_code == 200, response.json()
-    assert response.json()["decision"]["node_pool"] != pool.name
+    assert Decision.from_json(response.json()["decision"]).node_pool != pool.name
 
 
 def test_a_mig_invalid_node_is_flagged(east, live_fake):

@@ -12,6 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from intake.decisions import Decision
 from kubesim import nodes as k
 from kubesim.resources import CUSTOM_RESOURCES
 from provisioning.inventory import cluster_declare
@@ -100,7 +101,7 @@ def _pod(objects):
 
 
 def _reason(decision, field):
-    return next(r["text"] for r in decision["reasons"] if r["field"] == field)
+    return next(r.text for r in decision.reasons if r.field == field)
 
 
 def _kinds(objects):
@@ -110,7 +111,7 @@ def _kinds(objects):
 @pytest.mark.parametrize("name", list(CLUSTERS))
 def test_the_same_request_schedules_on_each_cluster_and_the_reasons_say_why_it_differs(name, api, engineer, team_a):
     body, inventory, version = _preview_on(name, api, engineer, team_a)
-    decision, objects = body["decision"], body["manifests"]
+    decision, objects = Decision.from_json(body["decision"]), body["manifests"]
 
     assert validate_objects(objects, version) == len(objects)
     # team-a has no GPU quota here, so no ResourceQuota is rendered; approval admits a gang of 2.
@@ -118,12 +119,12 @@ def test_the_same_request_schedules_on_each_cluster_and_the_reasons_say_why_it_d
     pod = _pod(objects)
     limits = pod["containers"][0]["resources"]["limits"]
     if name == "device_plugin":
-        assert (decision["gpu_model"], decision["scheduling_model"]) == ("H100-80GB", "device_plugin")
+        assert (decision.gpu_model, decision.scheduling_model) == ("H100-80GB", "device_plugin")
         assert limits["nvidia.com/gpu"] == "4" and "resourceClaims" not in pod
         assert pod["schedulerName"] == "volcano" and "PodGroup" in _kinds(objects)
         assert "through Volcano" in _reason(decision, "gang")
     elif name == "dra":
-        assert (decision["gpu_model"], decision["scheduling_model"]) == ("B200-180GB", "dra")
+        assert (decision.gpu_model, decision.scheduling_model) == ("B200-180GB", "dra")
         assert not any(key.startswith("nvidia.com/") for key in limits)
         template = next(o for o in objects if o["kind"] == "ResourceClaimTemplate")
         assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "gpu.nvidia.com"
@@ -138,7 +139,7 @@ def test_the_same_request_schedules_on_each_cluster_and_the_reasons_say_why_it_d
         assert all("resourceClaimName" not in claim for claim in pod["resourceClaims"])
         assert "through Kueue" in _reason(decision, "gang")
     else:
-        assert decision["gpu_model"] == "GB200-186GB"
+        assert decision.gpu_model == "GB200-186GB"
         (domain,) = [o for o in objects if o["kind"] == "ComputeDomain"]
         channel = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
         assert {"name": "imex", "resourceClaimTemplateName": channel} in pod["resourceClaims"]

@@ -4,6 +4,7 @@ has room for (said as a disagreement, with what to check). Cluster state from th
 reading taken by the real task (eager)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -62,7 +63,7 @@ def test_when_the_scheduler_cannot_place_what_the_inventory_has_room_for_the_pag
         api, engineer, team_a, platform_user, east_live, live_fake, eager_celery):
     waiting = approved(engineer, team_a, platform_user, "single")
     GpuRequest.objects.filter(pk=waiting.pk).update(answers={**waiting.answers, "replicas": 1},
-                                                    decision={**waiting.decision, "replicas": 1, "gang": None})
+                                                    decision=replace(waiting.decision, replicas=1, gang=None))
     waiting.refresh_from_db()
     job = applied_workload(waiting)
     pod = k8s.pod_for(job, index=0, created=T0)

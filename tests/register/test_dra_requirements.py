@@ -90,3 +90,22 @@ def test_the_register_page_shows_the_requirements_to_the_platform_team(lab, engi
     assert "Kueue admits the DRA pods only if its Configuration maps gpu.nvidia.com, mig.nvidia.com in " \
            "resources.deviceClassMappings" in page
     assert "Driver gate TimeSlicingSettings (alpha, off by default) is not declared" in page
+
+
+def test_a_kueue_cluster_with_gb200_pools_is_told_to_map_the_imex_channel_class_too(db):
+    # Device-plugin GPUs, but every gang pod claims its ComputeDomain's IMEX channel: a DRA claim Kueue must map
+    # (kueue v0.19.2 pkg/dra/claims.go: "DeviceClass ... is not mapped in DRA configuration").
+    cluster_declare(
+        name="gpu-nvl", kubernetes_version="1.36", scheduling_model="device_plugin", gang_scheduler="kueue",
+        applier="gitops", pools=[{"name": "gb200", "gpu_model": "GB200-186GB", "node_count": 18, "gpus_per_node": 4,
+                                  "sharing_mode": "exclusive", "nvlink_domain": "0f1e2d3c-4b5a-6978.1"}],
+    )  # fmt: skip
+
+    found = requirements(build_section(scheduling), "gpu-nvl")
+
+    assert found["kueue_device_class_mappings"]["config"]["resources"]["deviceClassMappings"] == [
+        {"name": "compute-domain.nvidia.com/channels", "deviceClassNames": ["compute-domain-default-channel.nvidia.com"]},
+    ]
+    assert "IMEX channel claim names compute-domain-default-channel.nvidia.com" in (
+        found["kueue_device_class_mappings"]["text"])
+    assert "dra_extended_resource" not in found  # no DRA pool: nothing else applies

@@ -30,7 +30,7 @@ def decide(user, backend, cluster="gpu-east"):
 
 def stall(gpu_request, *, started, ended, equivalents, now):
     return GangStall.objects.create(
-        request=gpu_request, cluster=Cluster.objects.get(name=gpu_request.decision["cluster"]),
+        request=gpu_request, cluster=Cluster.objects.get(name=gpu_request.decision.cluster),
         workload_class="training", started_at=now - started, detected_at=now - started, segment_started_at=now - started,
         ended_at=now - ended if ended is not None else None, running_pods=1, pending_pods=1,
         gpu_equivalents_running=Decimal(equivalents))
@@ -142,3 +142,19 @@ def test_kueue_without_an_api_server_holds_approval_only_in_the_portal(inventory
     hold = item(build_section(gang), "gpu-east")["evidence"]["approval_hold"]
     assert (hold["held_by"], hold["verdict"]) == ("portal_apply", "inherited")
     assert "has no API server for it" in hold["text"]
+
+
+def test_a_kai_cluster_with_dra_mig_pools_is_told_kai_leaves_them_out_of_its_queues(inventory):
+    # KAI v0.17.0 charges a claim to a queue only for DeviceClasses named *gpu* (pkg/common/resources/dra.go).
+    from provisioning.inventory import cluster_declare
+
+    cluster_declare(name="gpu-west", gang_scheduler="kai", pools=[
+        {"name": "b200-mig", "gpu_model": "B200-180GB", "node_count": 1, "gpus_per_node": 8, "sharing_mode": "mig",
+         "mig_layout": "all-balanced"}])
+
+    west, east = item(build_section(gang), "gpu-west"), item(build_section(gang), "gpu-east")
+
+    assert west["evidence"]["kai_fair_share_gaps"] == ["b200-mig"]
+    assert any("MIG slices from mig.nvidia.com are outside its KAI queue" in n and n.endswith("Pools: b200-mig.")
+               for n in west["notes"])
+    assert east["evidence"]["kai_fair_share_gaps"] == []

@@ -24,7 +24,7 @@ def notebooks(inventory, engineer, engineer_b, team_a, team_b, place):
 
 def test_a_regulated_workload_found_on_a_time_sliced_pool_is_named(notebooks, engineer_b, team_b, place):
     secret = place(engineer_b, team_b, "patient-notebook", REGULATED_NOTEBOOK)
-    assert secret.decision["strategy"] == "mig"  # the guardrail decided MIG; the pod runs elsewhere anyway
+    assert secret.decision.strategy == "mig"  # the guardrail decided MIG; the pod runs elsewhere anyway
     sync("gpu-east", nodes=[k.l40s_shared_node("gpu-l40s-1")], pods=[
         pod_of(notebooks["a"], "notebook-0", node="gpu-l40s-1", resources=SHARED),
         pod_of(secret, "patient-0", node="gpu-l40s-1", resources=SHARED)])
@@ -119,7 +119,7 @@ def test_an_nvlink_domain_a_tenant_exclusive_request_shares_is_a_conflict(invent
                                                                           team_b, place):
     secure = place(engineer, team_a, "secure-train", SECURE_TRAINING)
     other = place(engineer_b, team_b, "train", TRAINING)
-    assert secure.decision["fabric_isolation"] == "tenant_exclusive" and secure.decision["node_pool"] == "h100-train"
+    assert secure.decision.fabric_isolation == "tenant_exclusive" and secure.decision.node_pool == "h100-train"
     sync("gpu-east", nodes=[k.h100_node("gpu-h100-1"), k.h100_node("gpu-h100-2")], pods=[
         pod_of(secure, "secure-0", node="gpu-h100-1", resources={"nvidia.com/gpu": 8}),
         pod_of(other, "train-0", node="gpu-h100-2", resources={"nvidia.com/gpu": 8})])

@@ -7,6 +7,7 @@ from gpu.vocabulary import STRATEGIES
 from portal.api.fields import CharField, IntegerField
 
 from ...choices import FabricIsolation, MemoryIsolation, ReasonSource
+from ...decisions import Decision
 
 STRATEGY_CHOICES = list(STRATEGIES)
 
@@ -32,6 +33,9 @@ class MultiNodeSerializer(serializers.Serializer):
                                     help_text="a failed rank: jobset restarts the whole gang, fail_job fails it")
     topology = CharField(allow_null=True, help_text="node label / tier the gang is packed into")
     compute_domain = serializers.BooleanField(help_text="a ComputeDomain (IMEX) of its own, on multi-node NVLink")
+    placement_may_stall = serializers.BooleanField(
+        default=False, help_text="a multi-node NVLink gang with no topology-aware gang: its first pod may take a "
+                                 "clique the others cannot fit in, and they wait (said in the compute_domain reason)")
 
 
 class DriverSerializer(serializers.Serializer):
@@ -83,7 +87,7 @@ class DecisionSerializer(serializers.Serializer):
     replicas = IntegerField()
     memory_isolation = serializers.ChoiceField(choices=MemoryIsolation.values)
     memory_limit_gb = serializers.FloatField(
-        allow_null=True, required=False, help_text="per-client device memory limit (MPS only); null otherwise")
+        allow_null=True, required=False, help_text="per-client device memory limit (MPS on the device plugin only); null otherwise")
     fabric_isolation = serializers.ChoiceField(choices=FabricIsolation.values)
     gang = GangSerializer(allow_null=True)
     multi_node = MultiNodeSerializer(allow_null=True, default=None)
@@ -110,6 +114,10 @@ class DecisionSerializer(serializers.Serializer):
     gpu_equivalents = serializers.FloatField()
     reasons = ReasonSerializer(many=True)
     summary = CharField(help_text="the decision in plain words")
+
+    def to_representation(self, instance):
+        # As stored: a rule's caps that it does not set are left out, not null.
+        return super().to_representation(instance.to_json() if isinstance(instance, Decision) else instance)
 
 
 class PreviewSerializer(serializers.Serializer):

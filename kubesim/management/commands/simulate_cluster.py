@@ -12,7 +12,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from kubesim.kubelet import Simulation
-from kubesim.runner import register_and_sync, serve_and_seed
+from kubesim.runner import register_and_sync, seed_kueue, serve_and_seed, write_kubeconfig
 from kubesim.scenario import MIG_SECONDS_PER_GPU, Scenario
 
 
@@ -50,6 +50,9 @@ class Command(BaseCommand):
         parser.add_argument("--time-scale", type=float, default=1.0, help="scales the MIG delay (demo: 0.05)")
         parser.add_argument("--demo-flows", action="store_true",
                             help="once registered, submit and approve the demo requests that run on it")
+        parser.add_argument("--kueue", action="store_true",
+                            help="a Kueue cluster: register it with --gang-scheduler kueue (the portal installs its "
+                                 "admission check there) and seed the team ClusterQueue and each team's LocalQueue")
         parser.add_argument("--ticks", type=int, default=0, help="stop after this many ticks (0: run until stopped)")
 
     def handle(self, *args, **options):
@@ -59,18 +62,29 @@ class Command(BaseCommand):
             stall_gangs=tuple(options["stall_gang"]), mig_seconds_per_gpu=options["mig_seconds_per_gpu"],
             time_scale=options["time_scale"],
         )  # fmt: skip
-        fake = serve_and_seed(port=options["port"], ca_dir=options["ca_dir"])
+        # A Kueue cluster leaves the alpha Workload API off (as clusters do by default), so that `kubectl get
+        # workloads` means Kueue's.
+        fake = serve_and_seed(port=options["port"], ca_dir=options["ca_dir"], alpha_apis=not options["kueue"])
         stop = threading.Event()
         previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.stdout.write(f"simulated cluster serving {fake.url} (CA {fake.ca_file})")
-            register_and_sync(fake, name=options["name"], stdout=self.stdout, stderr=self.stderr)
+            kubeconfig = write_kubeconfig(fake, directory=options["ca_dir"], name=options["name"])
+            if options["kueue"]:
+                from portal.models import Team
+                from provisioning.manifests.names import team_namespace
+
+                seed_kueue(fake, team_namespaces=[team_namespace(slug) for slug in
+                                                  Team.objects.order_by("slug").values_list("slug", flat=True)])
+            register_and_sync(fake, name=options["name"], gang_scheduler="kueue" if options["kueue"] else None,
+                              stdout=self.stdout, stderr=self.stderr)
             if options["demo_flows"]:
                 from demo.data import load_demo_flows
 
                 self.stdout.write(load_demo_flows(cluster_name=options["name"]))
             simulation = Simulation(fake, scenario)
             ticks = 0
+            self.stdout.write(f"kubectl: export KUBECONFIG={kubeconfig}")
             self.stdout.write("simulated cluster running (Ctrl-C stops it)")
             self.stdout.flush()
             while not stop.is_set():

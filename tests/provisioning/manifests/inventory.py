@@ -21,6 +21,7 @@ from kubesim.nodes import (
     resource_slice,
 )
 from gpu.catalogue import load_catalogue
+from provisioning.manifests.clusterside import device_classes_for
 from provisioning.manifests.spec import ClusterProfile, RequestSpec, TeamSpec
 from tests.support.semantic import CHANNEL_DEVICE_CLASS, COMPUTE_DOMAIN_CRD, Admitted, Inventory, device_class_key
 
@@ -55,6 +56,8 @@ def pool_node(cluster: ClusterProfile, index: int, model: str = MODEL) -> dict:
             labels = mig_labels(model, pool.mig_layout, gpus) | labels
             resources = mig_resources(model, pool.mig_layout, gpus)
         node = gpu_node(name, model=model, gpus=gpus, driver=DRIVER, extra_labels=labels, gpu_resources=resources)
+        if pool.mig_ready_label is not True:  # statically or cloud-configured: no mig-manager, no state label
+            node["metadata"]["labels"].pop("nvidia.com/mig.config.state", None)
     elif pool.sharing_mode == "time_slicing" and not dra:
         replicas = pool.time_slicing_replicas or 1
         labels |= {"nvidia.com/gpu.replicas": str(replicas), "nvidia.com/gpu.sharing-strategy": "time-slicing"}
@@ -108,6 +111,7 @@ def build_inventory(cluster: ClusterProfile, *, model: str = MODEL, nodes: int =
         classes.append(device_class(CHANNEL_DEVICE_CLASS, device_type="channel"))
         crds.add(COMPUTE_DOMAIN_CRD)
     return Inventory(
+        kueue_device_class_mappings=kueue_mappings(cluster) if cluster.gang_scheduler == "kueue" else None,
         nodes=pool_nodes,
         device_classes=tuple(classes),
         resource_slices=tuple(pool_slice(cluster, n, model) for n in pool_nodes) if dra else (),
@@ -118,6 +122,14 @@ def build_inventory(cluster: ClusterProfile, *, model: str = MODEL, nodes: int =
         kubernetes_minor=int(cluster.kubernetes_version.split(".")[1]),
         feature_gates=frozenset(cluster.feature_gates),
     )
+
+
+def kueue_mappings(cluster: ClusterProfile) -> frozenset[str]:
+    """The DeviceClasses Kueue's Configuration maps: what the register tells the platform to map for this pool
+    (manifests/clusterside.py, the advice the platform follows), not what the renderer put in the claims."""
+    modes = [cluster.pool.sharing_mode] if cluster.scheduling_model == "dra" else []
+    compute_domains = cluster.pool.multinode_nvlink and bool(cluster.pool.nvlink_domain)
+    return frozenset(device_classes_for(modes, compute_domains=compute_domains))
 
 
 def admitted_for(team: TeamSpec, request: RequestSpec) -> Admitted:

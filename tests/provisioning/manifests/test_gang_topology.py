@@ -15,14 +15,14 @@ import pytest
 
 from provisioning.manifests import render, validate_objects
 
-from .matrix import cases
+from .matrix import NATIVE_GATES, cases
 
 CASES = {case.id: case for case in cases()}
 CLIQUE = "nvidia.com/gpu.clique"
 
 
-def _render(backend, version, **cluster_changes):
-    case = CASES[f"whole_gpu-device_plugin-{backend}-{version}-training_gang-plain"]
+def _render(backend, version, model="device_plugin", **cluster_changes):
+    case = CASES[f"whole_gpu-{model}-{backend}-{version}-training_gang-plain"]
     objects = render(case.request, replace(case.cluster, **cluster_changes))
     assert validate_objects(objects, version) == len(objects)
     return objects
@@ -49,7 +49,7 @@ def test_volcano_pod_group_stays_inside_one_hypernode_tier():
 
 @pytest.mark.parametrize("version", ["1.36", "1.37"])
 def test_native_pod_group_and_template_carry_the_topology_constraint(version):
-    gates = ("GenericWorkload", "TopologyAwareWorkloadScheduling")
+    gates = (*NATIVE_GATES[version], "TopologyAwareWorkloadScheduling")
     objects = _render("native", version, gang_topology_key=CLIQUE, feature_gates=gates)
     (workload,) = _kind(objects, "Workload")
     (group,) = _kind(objects, "PodGroup")
@@ -65,3 +65,10 @@ def test_native_without_the_topology_gate_renders_no_constraint():
 def test_no_declared_topology_no_constraint():
     (group,) = _kind(_render("kai", "1.36"), "PodGroup")
     assert "topologyConstraint" not in group["spec"]
+
+
+def test_kueue_packs_no_dra_gang_by_topology():
+    # Kueue v0.19.2 does not count DRA devices in a topology domain's capacity ("No DRA + TAS"): it would choose the
+    # domain without looking at free GPUs. The decision's topology reason says so (gangapi.topology_refusal).
+    (job,) = _kind(_render("kueue", "1.36", model="dra", gang_topology_key=CLIQUE), "Job")
+    assert "kueue.x-k8s.io/podset-required-topology" not in job["spec"]["template"]["metadata"]["annotations"]

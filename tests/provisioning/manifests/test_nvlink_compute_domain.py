@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pytest
 
+from intake.decisions import Decision
 from provisioning.inventory import cluster_declare
 from provisioning.manifests import render, validate_objects
 
@@ -92,9 +93,9 @@ def test_preview_on_a_gb200_pool_explains_the_compute_domain(api, engineer, team
 
     assert response.status_code == 200, response.json()
     body = response.json()
-    assert body["decision"]["multi_node"]["compute_domain"] is True
-    reason = next(r for r in body["decision"]["reasons"] if r["field"] == "compute_domain")
-    assert "ComputeDomain" in reason["text"] and reason["source"] == "cluster"
+    assert Decision.from_json(body["decision"]).multi_node.compute_domain is True
+    reason = next(r for r in Decision.from_json(body["decision"]).reasons if r.field == "compute_domain")
+    assert "ComputeDomain" in reason.text and reason.source == "cluster"
     kinds = [m["kind"] for m in body["manifests"]]
     assert "ComputeDomain" in kinds
     (group,) = [m for m in body["manifests"] if m["kind"] == "PodGroup"]

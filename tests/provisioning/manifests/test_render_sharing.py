@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from provisioning.manifests import RenderError, render, validate_objects
+from provisioning.manifests import RenderError, render, render_all, validate_objects
 
 from .matrix import cases
 
@@ -52,19 +52,54 @@ def test_more_than_one_mps_share_per_pod_is_refused_on_the_device_plugin():
         _render("mps-device_plugin-none-1.36-inference-plain", request_changes={"gpus_per_replica": 2})
 
 
-def test_mps_through_dra_gives_each_pod_a_claim_with_an_mps_config_of_equal_client_shares():
+def test_mps_through_dra_gives_each_pod_a_claim_with_an_uncapped_mps_server():
     # A claim per pod, as every DRA request (Kueue refuses named claims; a shared claim pins replicas to one node).
+    # The claim holds its GPU alone (driver v0.4.1: no allowMultipleAllocations), so capping its client at 1/replicas
+    # of the threads and memory would leave three quarters of a GPU the team pays for idle.
     objects = _render("mps-dra-none-1.36-inference-plain")
     validate_objects(objects, "1.36")
     assert not [o for o in objects if o["kind"] == "ResourceClaim"]
     (template,) = [o for o in objects if o["kind"] == "ResourceClaimTemplate"]
     (config,) = template["spec"]["spec"]["devices"]["config"]
-    assert config["opaque"]["parameters"]["sharing"] == {
-        "strategy": "MPS",
-        "mpsConfig": {"defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "35942Mi"},
-    }
+    assert config["opaque"]["parameters"]["sharing"] == {"strategy": "MPS", "mpsConfig": {}}
     assert _pod(objects)["spec"]["resourceClaims"] == [
         {"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
+
+
+@pytest.mark.parametrize("case_id", ["mps-device_plugin-none-1.36-inference-plain",
+                                     "mps-device_plugin-volcano-1.35-training_gang-plain",
+                                     "mps-dra-none-1.36-development-plain"])
+def test_an_mps_pod_leaves_dev_shm_to_the_mps_daemon(case_id):
+    # The device plugin (internal/plugin/mps.go) and the DRA driver (cmd/gpu-kubelet-plugin/sharing.go) mount the
+    # MPS daemon's shared memory at /dev/shm; a memory emptyDir of the pod's own there would hide it.
+    pod = _pod(_render(case_id))["spec"]
+    assert "volumes" not in pod and "volumeMounts" not in pod["containers"][0]
+
+
+@pytest.mark.parametrize("case_id", ["ts_renamed-device_plugin-none-1.36-inference-plain",
+                                     "whole_gpu-dra-none-1.36-inference-plain"])
+def test_other_pods_keep_a_dev_shm_of_their_own(case_id):
+    pod = _pod(_render(case_id))["spec"]
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert pod["volumes"][0]["emptyDir"]["medium"] == "Memory"
+
+
+def test_mps_on_dra_is_refused_for_a_kueue_gang_which_takes_no_claim_config():
+    with pytest.raises(RenderError, match="could not start an MPS server"):
+        _render("mps-dra-kueue-1.36-training_gang-plain")
+
+
+@pytest.mark.parametrize(("case_id", "words"), [
+    ("whole_gpu-dra-volcano-1.36-training_gang-plain", "Volcano v1.15.1 fits a pod's extended resources"),
+    ("whole_gpu-dra-volcano-1.36-inference-plain", "Volcano v1.15.1 fits a pod's extended resources"),
+    ("mps-dra-none-1.36-inference-plain", "carries no sharing config"),
+])
+def test_the_dra_extended_resource_path_is_refused_where_it_cannot_work(case_id, words):
+    # Volcano accounts scalar resources from node allocatable only (node_info.go); the claim the scheduler makes for
+    # an extended resource carries no MPS config, so MPS would silently become a plain whole GPU.
+    with pytest.raises(RenderError, match=words):
+        _render(case_id, request_changes={"dra_extended_resource": "nvidia.com/gpu"},
+                cluster_changes={"dra_extended_resources": ("nvidia.com/gpu",)})
 
 
 def test_mps_through_dra_is_refused_where_the_cluster_does_not_declare_the_drivers_gate():
@@ -132,3 +167,27 @@ def test_the_readiness_requirement_joins_the_driver_floor_in_one_term():
                                      "mig_mixed-dra-none-1.36-inference-plain"])
 def test_whole_gpus_and_dra_mig_devices_need_no_mig_manager_label(case_id):
     assert "affinity" not in _pod(_render(case_id))["spec"]
+
+
+@pytest.mark.parametrize("case_id", ["mig_mixed-device_plugin-none-1.36-inference-plain",
+                                     "mig_single-device_plugin-kai-1.36-inference-shared_driver"])
+def test_statically_configured_mig_nodes_are_not_held_on_mig_managers_label(case_id):
+    # Only mig-manager writes nvidia.com/mig.config.state (mig-parted v0.15.0 reconfigure-mig.sh): a pool whose MIG
+    # layout is static (declared, or no node carries the label) must not require it, or nothing schedules there.
+    from tests.support.semantic import assert_schedulable, check
+
+    from .inventory import admitted_for, build_inventory
+
+    case = CASES[case_id]
+    static = replace(case.cluster, pool=replace(case.cluster.pool, mig_ready_label=False))
+    inventory, admitted = build_inventory(static), admitted_for(case.team, case.request)
+    assert all("nvidia.com/mig.config.state" not in n["metadata"]["labels"] for n in inventory.nodes)
+
+    objects = render_all(case.team, case.request, static)
+
+    expressions = [e["key"] for term in _pod(objects)["spec"].get("affinity", {}).get("nodeAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", []) for e in term["matchExpressions"]]
+    assert "nvidia.com/mig.config.state" not in expressions
+    assert_schedulable(objects, inventory, admitted)
+    # Rendered as for a mig-manager pool, the same pods would land nowhere: the node-selection rule says so.
+    assert check(render_all(case.team, case.request, case.cluster), inventory, admitted).rules() == {"node-selection"}

@@ -115,9 +115,10 @@ def test_the_same_request_schedules_on_a_device_plugin_a_dra_a_kueue_and_a_gb200
     assert "node-selection" in check(rendered["gb200"], inventory_for(plugin.cluster),
                                      admitted_for(plugin.team, gb200_request)).rules()
     # The device-plugin set on the DRA cluster: its nvidia.com/gpu would be served from DRA (the gpu.nvidia.com
-    # class declares it, 1.36), but Volcano is not the scheduler there and its quota keys count the wrong thing.
+    # class declares it, 1.36), but Volcano is not the scheduler there, its quota keys count the wrong thing, and
+    # Volcano itself would never fit a pod (or the PodGroup's minResources) asking DRA-served nvidia.com/gpu.
     assert check(rendered["device_plugin"], inventory_for(dra.cluster),
-                 admitted_for(dra.team, dra.request)).rules() == {"scheduler", "quota"}
+                 admitted_for(dra.team, dra.request)).rules() == {"scheduler", "quota", "extended-resources", "gang"}
 
 
 # --- every rule catches what it guards ---------------------------------------------------------------------------
@@ -287,6 +288,56 @@ def _break_gang_missing(objects, inventory, admitted):
     return objects, inventory, admitted
 
 
+def _break_feature_gates(objects, inventory, admitted):
+    # GenericWorkload alone on 1.36: the Workload is accepted, the pods start one by one (no GangScheduling plugin).
+    return objects, replace(inventory, feature_gates=frozenset({"GenericWorkload"})), admitted
+
+
+def _break_mps_shm(objects, inventory, admitted):
+    pod = _pod(objects)
+    pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
+    pod["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return objects, inventory, admitted
+
+
+def _break_kueue_mapping(objects, inventory, admitted):
+    return objects, replace(inventory, kueue_device_class_mappings=frozenset({"mig.nvidia.com"})), admitted
+
+
+def _break_kueue_topology(objects, inventory, admitted):
+    objects[-1]["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = CLIQUE
+    return objects, inventory, admitted
+
+
+def _break_mps_cap(objects, inventory, admitted):
+    (template,) = _kind(objects, "ResourceClaimTemplate")
+    sharing = template["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]
+    sharing["mpsConfig"] = {"defaultActiveThreadPercentage": 25, "defaultPinnedDeviceMemoryLimit": "35942Mi"}
+    return objects, inventory, admitted
+
+
+def _break_volcano_extended_resource(objects, inventory, admitted):
+    # 1.36 serves nvidia.com/gpu from the gpu.nvidia.com class (KEP-5004), but not to Volcano, which reads allocatable.
+    return _break_extended_resource_gate(objects, inventory, admitted)
+
+
+def _break_volcano_min_resources(objects, inventory, admitted):
+    _kind(objects, "PodGroup")[0]["spec"]["minResources"]["nvidia.com/gpu"] = "8"
+    return objects, inventory, admitted
+
+
+def _break_quota_double_count(objects, inventory, admitted):
+    # A cluster with device-plugin pools too: the namespace also caps nvidia.com/gpu, and on 1.36 the claims of the
+    # gpu.nvidia.com class (extendedResourceName nvidia.com/gpu) count against it as well as against their class.
+    _kind(objects, "ResourceQuota")[0]["spec"]["hard"]["requests.nvidia.com/gpu"] = "2"
+    return objects, inventory, replace(admitted, quota=admitted.quota | {"requests.nvidia.com/gpu": 2})
+
+
+def _break_kai_dra_mig_quota(objects, inventory, admitted):
+    _kind(objects, "Queue", "scheduling.run.ai/")[0]["spec"]["resources"]["gpu"]["quota"] = 32  # 18 + 14 MIG devices
+    return objects, inventory, admitted
+
+
 # (case, breakage, rule, words the message must contain)
 BREAKAGES = [
     ("whole_gpu-device_plugin-volcano-1.36-inference-plain", _break_scheduler, "scheduler", "scheduled by volcano"),
@@ -330,6 +381,22 @@ BREAKAGES = [
     ("whole_gpu-device_plugin-native-1.37-training_gang-plain", _break_native_min_count, "gang",
      "exceeds the 4 pods"),
     ("whole_gpu-dra-volcano-1.36-training_gang-plain", _break_gang_missing, "gang", "which the set lacks"),
+    ("whole_gpu-device_plugin-native-1.36-training_gang-plain", _break_feature_gates, "feature-gates",
+     "needs GangScheduling on"),
+    ("mps-device_plugin-none-1.36-inference-plain", _break_mps_shm, "shm", "hiding the MPS daemon's shared memory"),
+    ("mps-dra-none-1.36-inference-plain", _break_mps_shm, "shm", "holds MPS shares (claim"),
+    ("whole_gpu-dra-kueue-1.36-training_gang-plain", _break_kueue_mapping, "kueue-dra",
+     "DeviceClass gpu.nvidia.com is not mapped in DRA configuration"),
+    ("whole_gpu-dra-kueue-1.36-training_gang-plain", _break_kueue_topology, "kueue-dra",
+     "does not count"),
+    ("mps-dra-none-1.36-inference-plain", _break_mps_cap, "sharing", "caps the pod at 25% of the threads"),
+    ("whole_gpu-dra-volcano-1.36-inference-plain", _break_volcano_extended_resource, "extended-resources",
+     "fits nvidia.com/gpu against node allocatable only"),
+    ("whole_gpu-dra-volcano-1.36-training_gang-plain", _break_volcano_min_resources, "gang",
+     "minResources ask nvidia.com/gpu"),
+    ("whole_gpu-dra-native-1.36-inference-plain", _break_quota_double_count, "quota",
+     "which KEP-5004 charges to requests.nvidia.com/gpu"),
+    ("whole_gpu-dra-kai-1.36-training_gang-plain", _break_kai_dra_mig_quota, "queues", "KAI counts 18 GPUs"),
 ]
 
 
@@ -359,3 +426,18 @@ def test_a_compute_domain_needs_the_drivers_crd_and_channel_class():
 
     assert report.rules() == {"claims", "device-classes"}
     assert {p.object.split("/")[0] for p in report.problems} == {"ComputeDomain"}
+
+
+def test_a_gb200_gang_on_kueue_is_admissible_with_the_mappings_the_portal_asks_for():
+    # Each pod claims its ComputeDomain's IMEX channel (class compute-domain-default-channel.nvidia.com) even with
+    # device-plugin GPUs; Kueue (DRA integration on by default since 0.18) must map that class too, else
+    # pkg/dra/claims.go marks the Workload inadmissible. The inventory's mappings are what the register tells the
+    # platform to configure (manifests/clusterside.py), not read from the rendered objects.
+    case = CASES["whole_gpu-device_plugin-kueue-1.36-training_gang-plain"]
+    request, cluster, inventory = _gb200(case)
+    objects = render_all(case.team, request, cluster)
+
+    assert "compute-domain-default-channel.nvidia.com" in inventory.kueue_device_class_mappings
+    assert_schedulable(objects, inventory, admitted_for(case.team, request))
+    unmapped = replace(inventory, kueue_device_class_mappings=frozenset())
+    assert check(objects, unmapped, admitted_for(case.team, request)).rules() == {"kueue-dra"}

@@ -76,7 +76,7 @@ def workload(gpu_request) -> dict:
 def pods_of(gpu_request, count: int | None = None, *, created=T0) -> list[dict]:
     """The pods its controller would create: one per replica (or `count`), Pending, created at `created`."""
     found = workload(gpu_request)
-    replicas = count if count is not None else gpu_request.decision["replicas"]
+    replicas = count if count is not None else gpu_request.decision.replicas
     return [k8s.pod_for(found, index=i, created=created) for i in range(replicas)]
 
 

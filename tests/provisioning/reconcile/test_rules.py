@@ -7,9 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from intake.choices import RequestStatus
 from provisioning.reconcile import RequestContext, Thresholds, assess, duration_words, facts_by_request, pod_fact
-from provisioning.reconcile import rules
 from tests.provisioning.reconcile import pods as k8s
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -255,12 +253,6 @@ def test_no_pods_keeps_the_status_until_the_timeout():
     assert (gone.target, gone.pods_missing_since) == ("running", minutes(500))  # counted from now on
     gone = run([], context(status="running", pods_missing_since=minutes(500)), minutes(560))
     assert gone.target == "failed" and "have been gone from the cluster for 1 h" in gone.comment
-
-
-def test_the_rules_speak_the_request_state_machines_words():
-    assert rules.PROVISIONING == RequestStatus.PROVISIONING and rules.STATUS_RUNNING == RequestStatus.RUNNING
-    assert (rules.STALLED, rules.COMPLETED, rules.STATUS_FAILED) == (
-        RequestStatus.STALLED, RequestStatus.COMPLETED, RequestStatus.FAILED)
 
 
 @pytest.mark.parametrize("seconds, words", [(12, "12 s"), (900, "15 min"), (7500, "2 h 5 min"), (7200, "2 h"),

@@ -44,6 +44,15 @@ upstream behaviour they follow (docs/provisioning.md, "Semantic checks"):
 - gang: PodGroup `minMember` (Volcano, KAI) and the native Workload/PodGroup `gang.minCount` equal the approved gang
   size and do not exceed the pods the workload runs; pods join a group that exists; a Kueue gang is one suspended
   Job admitted whole.
+- feature-gates: a native Workload or PodGroup is served and gang-scheduled only with GenericWorkload and
+  GangScheduling declared on 1.35/1.36, GenericWorkload on 1.37 (KEP-4671).
+- shm: a pod holding device-plugin MPS shares mounts nothing at /dev/shm, where the plugin mounts the MPS daemon's
+  shared memory (k8s-device-plugin v0.20.0 `internal/plugin/mps.go`).
+- kueue-dra: a Kueue-admitted pod's claims name only DeviceClasses Kueue's deviceClassMappings map (its ComputeDomain
+  channel included), and a pod holding DRA devices asks no Kueue topology (kueue v0.19.2 `pkg/dra/claims.go`, DRA
+  docs "No DRA + TAS").
+- sharing: a claim one pod holds alone (from a template) carries no MPS cap below its device (dra-driver-nvidia-gpu
+  v0.4.1 publishes no allowMultipleAllocations).
 
 Pure Python on plain dicts: no Django, no cluster.
 """
@@ -52,6 +61,7 @@ from __future__ import annotations
 
 from .accounting import AccountingRules
 from .cel import CelError, cel_selects, selected_devices
+from .crossing import CrossingRules
 from .model import (
     CHANNEL_DEVICE_CLASS,
     COMPUTE_DOMAIN_CRD,
@@ -68,14 +78,18 @@ from .placement import node_matches, untolerated
 from .pods import PodRules
 
 
-class _Checker(PodRules, AccountingRules):
+class _Checker(PodRules, AccountingRules, CrossingRules):
     def run(self) -> None:
         for pods in self.workloads():
             self.examined(pods.workload)
-            self.check_pods(pods)
+            placeable = self.check_pods(pods)
+            self.check_shm(pods, placeable)
+            self.check_kueue_dra(pods, placeable)
         self.check_quota()
         self.check_queues()
         self.check_gang()
+        self.check_feature_gates()
+        self.check_claim_sharing()
 
 
 def check(objects: list[dict], inventory: Inventory, admitted: Admitted) -> SemanticReport:

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 from .base import CheckerBase
-from .model import KAI_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, fmt_amounts, is_gpu_quota_key, device_class_key
+from .model import EXTENDED_RESOURCE_MINOR, KAI_GROUP_ANNOTATION, KAI_QUEUE_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_QUEUE_ANNOTATION, fmt_amounts, is_gpu_quota_key, device_class_key
 
 
 class AccountingRules(CheckerBase):
     # quota --------------------------------------------------------------------------------------------------------
 
-    def demand(self) -> dict[str, int]:
-        """ResourceQuota key -> what all the set's pods hold at once."""
+    def extended_charged(self) -> bool:
+        """Does the API server charge DRA devices to the extended resource their class declares (KEP-5004 README,
+        "Resource Quota": claims of a class with extendedResourceName count against `requests.<name>` too)? From
+        1.36, where DRAExtendedResource is on; an unknown minor takes it as served."""
+        minor = self.inventory.kubernetes_minor
+        return minor is None or minor >= EXTENDED_RESOURCE_MINOR or "DRAExtendedResource" in self.inventory.feature_gates
+
+    def demand(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(ResourceQuota key -> what all the set's pods hold at once, the same charged to the extended resource of
+        a DeviceClass besides its own key, KEP-5004): the second only counts where the quota has that key."""
         templates = {o["metadata"]["name"]: o for o in self.by_kind.get("ResourceClaimTemplate", [])}
         claims = {o["metadata"]["name"]: o for o in self.by_kind.get("ResourceClaim", [])}
         extended_classes = {c["spec"]["extendedResourceName"]: name for name, c in self.classes.items()
                             if c.get("spec", {}).get("extendedResourceName")}  # fmt: skip
         total: dict[str, int] = {}
+        also: dict[str, int] = {}
+        class_resource = {name: c["spec"]["extendedResourceName"] for name, c in self.classes.items()
+                          if c.get("spec", {}).get("extendedResourceName")} if self.extended_charged() else {}
 
         def add(key: str, amount: int) -> None:
             total[key] = total.get(key, 0) + amount
+
+        def add_class(device_class: str, amount: int) -> None:
+            add(device_class_key(device_class), amount)
+            if device_class in class_resource:
+                key = f"requests.{class_resource[device_class]}"
+                also[key] = also.get(key, 0) + amount
 
         for pods in self.workloads():
             pod = pods.template["spec"]
@@ -29,7 +46,7 @@ class AccountingRules(CheckerBase):
                     node_advertises = any(resource in n.get("status", {}).get("allocatable", {})
                                           for n in self.inventory.nodes)  # fmt: skip
                     if not node_advertises and resource in extended_classes:
-                        add(device_class_key(extended_classes[resource]), int(amount) * pods.count)
+                        add_class(extended_classes[resource], int(amount) * pods.count)
                     else:
                         add(f"requests.{resource}", int(amount) * pods.count)
             for entry in pod.get("resourceClaims") or []:
@@ -41,8 +58,8 @@ class AccountingRules(CheckerBase):
                     continue
                 for request in spec.get("devices", {}).get("requests", []):
                     exactly = request.get("exactly") or request
-                    add(device_class_key(exactly["deviceClassName"]), int(exactly.get("count", 1)) * times)
-        return total
+                    add_class(exactly["deviceClassName"], int(exactly.get("count", 1)) * times)
+        return total, also
 
     def check_quota(self) -> None:
         quotas = self.by_kind.get("ResourceQuota", [])
@@ -62,7 +79,9 @@ class AccountingRules(CheckerBase):
                 )
         if not hard:
             return
-        for key, amount in self.demand().items():
+        primary, also = self.demand()
+        charged = {key: primary.get(key, 0) + also.get(key, 0) for key in {*primary, *(set(also) & set(hard))}}
+        for key, amount in charged.items():
             if key not in hard:
                 self.problem(
                     "quota", quotas[0],
@@ -70,10 +89,12 @@ class AccountingRules(CheckerBase):
                     "enforced on the cluster.",
                 )  # fmt: skip
             elif amount > hard[key]:
+                twice = (f" ({also[key]} of them DRA devices, which KEP-5004 charges to {key} as well as to their "
+                         "DeviceClass)") if also.get(key) else ""
                 self.problem(
                     "quota", quotas[0],
-                    f"the request holds {amount} of {key} at once but the quota allows {hard[key]}: approved pods "
-                    "would be refused by the API server.",
+                    f"the request holds {amount} of {key} at once{twice} but the quota allows {hard[key]}: approved "
+                    "pods would be refused by the API server.",
                 )  # fmt: skip
 
     # queues -------------------------------------------------------------------------------------------------------
@@ -84,9 +105,11 @@ class AccountingRules(CheckerBase):
         for queue in kai_queues:
             self.examined(queue)
             gpu_quota = queue["spec"].get("resources", {}).get("gpu", {}).get("quota")
-            if gpu_quota != self.admitted.team_gpus:
+            counted = self._kai_counted()
+            if gpu_quota != counted:
                 self.problem("queues", queue,
-                             f"its GPU quota is {gpu_quota}; approval admits {self.admitted.team_gpus} for the team.")
+                             f"its GPU quota is {gpu_quota}; KAI counts {counted} GPUs the team may hold (whole GPUs and "
+                             "DRA devices of classes named *gpu*; mig.nvidia.com it never charges to a queue).")
             self._parent_exists(queue, queue["spec"].get("parentQueue"))
         for queue in volcano_queues:
             self.examined(queue)
@@ -122,6 +145,15 @@ class AccountingRules(CheckerBase):
                              "cluster does not have: nothing in it is ever admitted.")
         self._references_resolve(kai_queues, volcano_queues)
 
+    def _kai_counted(self) -> int:
+        """The GPUs KAI v0.17.0 charges to the team's queue, from what approval admits: `nvidia.com/gpu` and the DRA
+        devices of classes whose name contains "gpu" (`pkg/common/resources/dra.go` IsGPUDeviceClass)."""
+        if not self.admitted.quota:
+            return self.admitted.team_gpus
+        suffix = ".deviceclass.resource.k8s.io/devices"
+        return sum(int(n) for key, n in self.admitted.quota.items()
+                   if key == "requests.nvidia.com/gpu" or (key.endswith(suffix) and "gpu" in key.removesuffix(suffix)))
+
     def _parent_exists(self, queue: dict, parent: str | None) -> None:
         if parent and parent not in self.inventory.queues:
             self.problem("queues", queue, f"its parent queue {parent!r} does not exist on the cluster.")
@@ -153,6 +185,15 @@ class AccountingRules(CheckerBase):
         pods_total = sum(p.count for p in workloads)
         groups = self.by_kind.get("PodGroup", [])
         native_workloads = [w for w in self.by_kind.get("Workload", []) if w["apiVersion"].startswith("scheduling.k8s")]
+        allocatable = {r for n in self.inventory.nodes for r in n.get("status", {}).get("allocatable", {})}
+        for group in groups:
+            minimum = group["spec"].get("minResources") or {}
+            # volcano v1.15.1: the gang's minResources are checked against queue and node allocatable, where DRA
+            # devices never appear (pkg/scheduler/api/node_info.go).
+            missing = sorted(r for r in minimum if r.startswith("nvidia.com/") and r not in allocatable)
+            if group["apiVersion"].startswith("scheduling.volcano.sh/") and missing:
+                self.problem("gang", group, f"its minResources ask {', '.join(missing)}, which no node's allocatable "
+                                            "lists: Volcano never finds room for the gang.")  # fmt: skip
         for obj in groups + native_workloads:
             self.examined(obj)
             for minimum in _gang_minimums(obj):

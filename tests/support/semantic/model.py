@@ -18,9 +18,12 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_GROUP_ANNOTATION = "pod-group-name"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 RULES = (
     "scheduler", "node-selection", "tolerations", "extended-resources", "claims", "device-classes", "devices",
-    "quota", "queues", "gang",
+    "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing",
 )  # fmt: skip
 
 
@@ -42,6 +45,8 @@ class Inventory:
     # 1.34/1.35, beta and on from 1.36. None: not known, the DeviceClass's extendedResourceName is taken as served.
     kubernetes_minor: int | None = None
     feature_gates: frozenset[str] = frozenset()
+    # DeviceClasses Kueue's Configuration maps in resources.deviceClassMappings; None: no Kueue, or not known.
+    kueue_device_class_mappings: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

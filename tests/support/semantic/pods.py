@@ -17,7 +17,8 @@ from .placement import unmet_requirements, node_matches, untolerated
 
 
 class PodRules(CheckerBase):
-    def check_pods(self, pods: PodSet) -> None:
+    def check_pods(self, pods: PodSet) -> list[dict]:
+        """The pod rules; returns the nodes the pods can land on (none when selection or taints exclude them all)."""
         pod, workload = pods.template["spec"], pods.workload
         nodes = self.inventory.nodes
         matching = [n for n in nodes if node_matches(pod, n)]
@@ -28,7 +29,7 @@ class PodRules(CheckerBase):
                 f"no node of the cluster ({len(nodes)} nodes) matches the pod's node selection; no node has "
                 f"{'; '.join(unmet)}.",
             )  # fmt: skip
-            return
+            return []
         placeable = [n for n in matching if not untolerated(pod, n)]
         if not placeable:
             taints = sorted({f"{t['key']}={t.get('value', '')}:{t['effect']}" for n in matching for t in untolerated(pod, n)})
@@ -37,10 +38,11 @@ class PodRules(CheckerBase):
                 f"every node matching the pod's selection ({len(matching)}) has a taint the pod does not tolerate: "
                 f"{', '.join(taints)}.",
             )  # fmt: skip
-            return
+            return []
         self.check_scheduler(pod, workload, placeable)
         self.check_extended_resources(pods, placeable)
         self.check_claims(pods, placeable)
+        return placeable
 
     def scheduler_of(self, node: dict) -> str:
         labels = node["metadata"].get("labels", {})
@@ -90,6 +92,15 @@ class PodRules(CheckerBase):
                 )  # fmt: skip
             return
         classes = [c for c in self.classes.values() if c.get("spec", {}).get("extendedResourceName") == resource]
+        if classes and pods.template["spec"].get("schedulerName") == "volcano":
+            # volcano v1.15.1 pkg/scheduler/api/node_info.go (node resources from status.allocatable only) and
+            # actions/allocate/allocate.go predicate (InitResreq.LessEqualWithResourcesName(FutureIdle)).
+            self.problem(
+                "extended-resources", pods.workload,
+                f"the pods use Volcano, which fits {resource} against node allocatable only, and no node it can land "
+                f"on advertises it (DeviceClass {classes[-1]['metadata']['name']} serves it from DRA): they never fit.",
+            )  # fmt: skip
+            return
         minor, gates = self.inventory.kubernetes_minor, self.inventory.feature_gates
         if classes and minor is not None and minor < EXTENDED_RESOURCE_MINOR and "DRAExtendedResource" not in gates:
             self.problem(

@@ -1,0 +1,131 @@
+"""The contract between the portal and the objects it puts on clusters, in one place.
+
+- The keys: the labels every object of a request carries and the annotations its pods carry, under the label
+  domain (`settings.PORTAL_LABEL_DOMAIN`). The renderer writes them (`manifests/labels.py`), and so do kubesim's
+  pods and chargeback's synthetic pods; reconciliation, metering, discovery, the admission check, the waits and
+  the appliers read them.
+- What an object says it belongs to: `pod_identity(obj)` reads the claim (request, team, cluster, strategy), with
+  what a later check needs to test it (uid, namespace, owner references).
+- What an object is bound to: `bound_request_id(identity)` is the one place that decides which request a cluster
+  object's pods are counted for (status, metering, the admission check); `attributed_request_id` is discovery's
+  looser attribution of GPU holders. A claim is copyable (anyone who can write a pod can write its labels); a
+  stricter binding belongs in these two functions, and every reader follows.
+- The API server's timestamps (`parse_time`).
+
+Django-free: kubesim imports it too.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpu-portal"
+NAME_KEY = "app.kubernetes.io/name"
+DEFAULT_LABEL_DOMAIN = "gpu-portal.io"
+
+# Labels under the label domain: every object of a request (pods included) carries the first five; a team's objects
+# carry team, cluster and cost-center; declared GPU nodes carry pool.
+REQUEST_ID, TEAM, STRATEGY, WORKLOAD_CLASS, CLUSTER = "request-id", "team", "strategy", "workload-class", "cluster"
+COST_CENTER, POOL = "cost-center", "pool"
+# Annotations under the label domain: what metering prices a pod by, and the object that should own this one.
+GPU_EQUIVALENTS, GPU_MODEL, DEVICES, MIG_PROFILE = "gpu-equivalents", "gpu-model", "devices", "mig-profile"
+OWNER = "owner"
+
+
+def domain_key(label_domain: str, name: str) -> str:
+    """`gpu-portal.io/request-id` from the domain and one of the names above."""
+    return f"{label_domain}/{name}"
+
+
+DEFAULT_POOL_LABEL = domain_key(DEFAULT_LABEL_DOMAIN, POOL)
+
+
+def selector_for_request(request_id: int, label_domain: str) -> dict[str, str]:
+    """matchLabels that select every object (and pod) rendered for one request.
+
+    Turn it into a `?labelSelector=` string with `selector_string()`.
+    """
+    return {MANAGED_BY_KEY: MANAGED_BY, domain_key(label_domain, REQUEST_ID): str(int(request_id))}
+
+
+def selector_string(selector: Mapping[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in selector.items())
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a cluster object says it belongs to, read from its metadata: a claim, not a proof."""
+
+    uid: str
+    namespace: str
+    name: str
+    managed: bool  # it carries app.kubernetes.io/managed-by=gpu-portal
+    request_id: int | None  # its request-id label, when that is a whole number above 0
+    team: str
+    cluster: str
+    strategy: str
+    owners: tuple[OwnerRef, ...] = ()  # metadata.ownerReferences
+
+
+def _request_number(value: Any) -> int | None:
+    text = value if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+
+
+def pod_identity(obj: Mapping[str, Any], label_domain: str = DEFAULT_LABEL_DOMAIN) -> Identity:
+    """What a pod (or any object the portal labels: a Job, a Kueue Workload) claims to belong to."""
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return Identity(
+        uid=meta.get("uid") or "",
+        namespace=meta.get("namespace") or "",
+        name=meta.get("name") or "",
+        managed=labels.get(MANAGED_BY_KEY) == MANAGED_BY,
+        request_id=_request_number(labels.get(domain_key(label_domain, REQUEST_ID))),
+        team=labels.get(domain_key(label_domain, TEAM), ""),
+        cluster=labels.get(domain_key(label_domain, CLUSTER), ""),
+        strategy=labels.get(domain_key(label_domain, STRATEGY), ""),
+        owners=tuple(OwnerRef(kind=o.get("kind", ""), name=o.get("name", ""), uid=o.get("uid", ""))
+                     for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)),
+    )
+
+
+def bound_request_id(identity: Identity) -> int | None:
+    """The request whose pods this object counts as, or None: for status reconciliation, metering and the
+    admission check. An object that says the portal manages it is taken at its request-id label."""
+    return identity.request_id if identity.managed else None
+
+
+def attributed_request_id(identity: Identity) -> int | None:
+    """The request discovery attributes a GPU holder to in the inventory: its request-id label alone."""
+    return identity.request_id
+
+
+def pod_annotation(obj: Mapping[str, Any], name: str, label_domain: str = DEFAULT_LABEL_DOMAIN) -> str:
+    """One of the portal's annotations on an object (GPU_EQUIVALENTS, GPU_MODEL, DEVICES, MIG_PROFILE); "" if none."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(domain_key(label_domain, name)) or ""
+
+
+def parse_time(value: Any, *, strict: bool = False) -> datetime | None:
+    """An RFC 3339 timestamp as the API server writes it ("2026-11-03T10:00:00Z") as an aware datetime; None when
+    absent. A malformed one is None too, or raises ValueError with `strict` (metering: never count a guess)."""
+    if not value:
+        return None
+    if strict:
+        return datetime.fromisoformat(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
