@@ -208,6 +208,22 @@ def report_rows_regrouped(rows: Sequence[dict], *, group_by: Sequence[str]) -> l
     return regrouped
 
 
+def report_total(rows: Sequence[dict]) -> dict:
+    """The grand total of report rows: hours from the exact seconds (rounded once, as a row's), and the cost per
+    currency (rows add up to it to the cent); time no rate card priced is counted apart."""
+    with localcontext(prec=100):
+        device = sum((r["device_seconds"] for r in rows), Decimal(0))
+        equivalent = sum((r["gpu_equivalent_seconds"] for r in rows), Decimal(0))
+        unpriced = sum((r["gpu_equivalent_seconds"] for r in rows if r["cost"] is None), Decimal(0))
+        costs: dict[str, Decimal] = {}
+        for row in rows:
+            if row["cost"] is not None:
+                costs[row["currency"]] = costs.get(row["currency"], Decimal(0)) + row["cost"]
+    return {"device_hours": _hours(device), "gpu_equivalent_hours": _hours(equivalent),
+            "costs": [{"currency": currency, "cost": cost} for currency, cost in sorted(costs.items())],
+            "unpriced_gpu_equivalent_hours": _hours(unpriced)}
+
+
 def _hours(seconds: Decimal) -> Decimal:
     return (seconds / 3600).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
 

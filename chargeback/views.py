@@ -8,9 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.urls import reverse
 
-from portal.selectors import team_list_visible
-
 from django.utils import timezone
+
+from portal.selectors import team_list_visible
 
 from . import selectors
 from .budgets import budget_forecast, budget_list, month_bounds
@@ -88,12 +88,12 @@ def report(request):
         columns = [c for c in query.csv_columns if c != "request_name"]
         headers, table = _table(columns, rows)
         context.update(
-            period=period, headers=headers, table=table,
+            period=period, headers=headers, table=table, columns=columns,
             chart=_chart(request.user, start=period["start"], end=period["end"], rows=rows,
                          group_by=period["group_by"]),
             csv_url=_csv_url(**period), focus_url=_focus_url(start=period["start"], end=period["end"]),
             has_demo=selectors.report_has_demo_data(user=request.user, start=period["start"], end=period["end"]),
-            rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
+            total=selectors.report_total(rows), rounding_notes=ROUNDING_NOTES, budgets=_budget_charts(request.user),
             drill_query=urlencode({"start": period["start"].isoformat(), "end": period["end"].isoformat()}),
             month_so_far=_month_so_far(request.user, shown=period),
             mismatches=selectors.allocation_mismatches(user=request.user, start=period["start"], end=period["end"]),
@@ -103,14 +103,15 @@ def report(request):
 
 def _month_so_far(user, *, shown) -> dict | None:
     """This month's usage to now, by team, beside a period that is not this month (the page opens on last month,
-    which is what finance bills; what is running now should be visible without changing the period)."""
+    which is what finance bills; what is running now should be visible without changing the period). Its link
+    keeps the grouping shown."""
     start, end = month_bounds(timezone.now().date())
     start, end = start.date(), end.date()
     if shown["start"] == start and shown["end"] == end:
         return None
     rows = selectors.report_rows(user=user, start=start, end=end, group_by=["team"])
-    return {"start": start, "end": end, "rows": rows,
-            "url": "?" + urlencode({"start": start.isoformat(), "end": end.isoformat()})}
+    query = [("start", start.isoformat()), ("end", end.isoformat())] + [("group_by", g) for g in shown["group_by"]]
+    return {"start": start, "end": end, "rows": rows, "url": "?" + urlencode(query)}
 
 
 @login_required
@@ -125,7 +126,7 @@ def team_report(request, slug):
         filters = {"team": team.slug}
         rows = selectors.report_rows(user=request.user, filters=filters, **period)
         context.update(
-            period=period, rows=rows,
+            period=period, rows=rows, total=selectors.report_total(rows),
             chart=_chart(request.user, start=period["start"], end=period["end"], filters=filters),
             csv_url=_csv_url(team=team.slug, **period), rounding_notes=ROUNDING_NOTES,
             focus_url=_focus_url(start=period["start"], end=period["end"], team=team.slug),

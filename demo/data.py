@@ -2,9 +2,14 @@
 GPU usage (chargeback.demo), all made through the same services a real user goes through. Idempotent."""
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
+from chargeback.budget_services import budget_create
+from chargeback.budgets import team_budget
 from chargeback.demo import load_demo_usage
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
@@ -60,7 +65,8 @@ REQUESTS = [
 @transaction.atomic
 def load_demo() -> dict:
     for slug, name, cost_center in TEAMS:
-        team_upsert(slug=slug, name=name, cost_center=cost_center)
+        # Where stalled-gang and failure notices go; in development the e-mail backend prints them (worker log).
+        team_upsert(slug=slug, name=name, cost_center=cost_center, notification_email=f"{slug}-team@example.com")
     users = {}
     for username, role, teams in USERS:
         user, _ = user_upsert(username=username, role=role, team_slugs=teams, password=DEMO_PASSWORD,
@@ -87,6 +93,11 @@ def load_demo() -> dict:
                            comment="Demo: batch inference fits the nightly MIG window; resubmit as multi-tenant.")
     # Chargeback: last month's GPU usage of the demo teams, through the real ingestion path, and rate cards.
     load_demo_usage(users={name: user for name, (user, _) in users.items()})
+    # A budget for vision this month: its requests' preview says what share of what is left they would take.
+    vision, today = Team.objects.get(slug="vision"), timezone.now().date()
+    if team_budget(team=vision, month=today) is None:
+        budget_create(user=platform, team=vision, month=today, amount=Decimal("30000"), currency="EUR",
+                      note="Demo budget")
     # Platform decision register: some decisions signed off, some inherited.
     load_demo_register(users={name: user for name, (user, _) in users.items()})
     return {name: token for name, (_, token) in users.items()}

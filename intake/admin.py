@@ -15,6 +15,7 @@ from portal.errors import DomainError
 
 from . import hooks, services
 from .choices import PolicyStatus
+from .decisions import STRATEGY_WORDS
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
 from .hooks import REVIEW_SECTIONS
 from .selectors import APPROVE, REJECT, policy_version_review, request_actions, request_answer_rows, request_summary
@@ -37,16 +38,32 @@ class RequestEventInline(PlatformAdminMixin, admin.TabularInline):
         return False
 
 
+class StrategyFilter(admin.SimpleListFilter):
+    """The sharing strategy in words ("whole GPU"), not its identifier."""
+
+    title, parameter_name = "sharing strategy", "strategy"
+
+    def lookups(self, request, model_admin):
+        return list(STRATEGY_WORDS.items())
+
+    def queryset(self, request, queryset):
+        return queryset.filter(strategy=self.value()) if self.value() else queryset
+
+
 @admin.register(GpuRequest)
 class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
     finance_can_view = True
-    list_display = ["id", "name", "team", "status", "workload_class", "strategy", "requested_by", "created_at",
+    list_display = ["id", "name", "team", "status", "workload_class", "strategy_words", "requested_by", "created_at",
                     "policy_rule"]
-    list_filter = ["status", "workload_class", "strategy", "team"]
+    list_filter = ["status", "workload_class", StrategyFilter, "team"]
     search_fields = ["name", "team__slug", "requested_by__username"]
     list_select_related = ["team", "requested_by", "policy_version"]
     ordering = ["-created_at"]
     inlines = [RequestEventInline]
+
+    @admin.display(description="sharing strategy", ordering="strategy")
+    def strategy_words(self, obj):
+        return STRATEGY_WORDS.get(obj.strategy, obj.strategy)
 
     @admin.display(description="decided by")
     def policy_rule(self, obj):
@@ -127,14 +144,19 @@ class GpuRequestAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 @admin.register(PendingApproval)
 class PendingApprovalAdmin(GpuRequestAdmin):
-    list_display = ["id", "name", "team", "summary", "strategy", "requested_by", "created_at", "review"]
-    list_filter = ["workload_class", "strategy", "team"]
+    # The Review button right after the name, and what they would get in a line (the summary is on the review page).
+    list_display = ["id", "name", "review", "team", "what", "requested_by", "created_at"]
+    list_filter = ["workload_class", StrategyFilter, "team"]
     ordering = ["created_at"]  # oldest first: a queue
     actions = ["approve_selected"]
 
     @admin.display(description="what they would get")
-    def summary(self, obj):
-        return obj.decision.summary
+    def what(self, obj):
+        decision = obj.decision
+        each = plural(decision.gpus_per_replica, STRATEGY_WORDS.get(decision.strategy, decision.strategy))
+        profile = f" {decision.mig_profile}" if decision.mig_profile else ""
+        return (f"{plural(decision.replicas, 'replica')} x {each} of {decision.gpu_model}{profile}"
+                f" on {decision.cluster}/{decision.node_pool}")
 
     @admin.display(description="")
     def review(self, obj):

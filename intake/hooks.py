@@ -13,7 +13,8 @@ so that intake never imports them.
   that must first look something up names it as `reads(team=) -> ScalarSql`: intake reads it in the query that
   reads the decision's stamps and hands the value to the gate as `read`, so a gate with nothing to do costs no
   round trip. And `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None`
-  adds to the review page.
+  adds to the review page; `register_preview_section(section)`, where `section(team=, decision=, answers=)` does the
+  same for the preview (chargeback: the projected GPU-hours and cost).
 """
 from __future__ import annotations
 
@@ -121,6 +122,12 @@ preview_objects: Provider[..., tuple[list[dict], list[str]]] = Provider("preview
 # The right-sizing suggestion from what a request's GPUs did (chargeback.idle.selectors.rightsizing_get; keyword
 # argument gpu_request).
 request_rightsizing: Provider[..., object] = Provider("request_rightsizing")
+# The GPU-hours a request has used so far, as metered, with their cost (chargeback.selectors.request_usage_so_far;
+# keyword argument gpu_request).
+request_usage: Provider[..., dict] = Provider("request_usage")
+# How to reach a request's workload: its namespace, Services and kubectl lines (provisioning.selectors.request_access;
+# keyword argument gpu_request); None before anything is applied.
+request_access: Provider[..., dict | None] = Provider("request_access")
 
 
 # --- decision gates and review sections ---
@@ -137,6 +144,9 @@ class DecisionGate:
 
 DECISION_GATES: list[DecisionGate] = []
 REVIEW_SECTIONS: list[Callable[..., dict | None]] = []
+# The preview's further sections (chargeback: GPU-hours and cost): `section(team=, decision=, answers=)` ->
+# {"title", "html"} | None, shown under the decision before anything is submitted.
+PREVIEW_SECTIONS: list[Callable[..., dict | None]] = []
 
 
 def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., ScalarSql] | None = None) -> None:
@@ -147,6 +157,15 @@ def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., Sc
 def register_review_section(section: Callable[..., dict | None]) -> None:
     if section not in REVIEW_SECTIONS:
         REVIEW_SECTIONS.append(section)
+
+
+def register_preview_section(section: Callable[..., dict | None]) -> None:
+    if section not in PREVIEW_SECTIONS:
+        PREVIEW_SECTIONS.append(section)
+
+
+def preview_sections(*, team, decision: dict, answers: dict) -> list[dict]:
+    return [shown for section in PREVIEW_SECTIONS if (shown := section(team=team, decision=decision, answers=answers))]
 
 
 def decision_gate_reads(*, team) -> dict[str, ScalarSql]:

@@ -121,6 +121,7 @@ class GpuRequest(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name, verbose_name_plural = "GPU request", "GPU requests"
         constraints = [
             # A team cannot have two live requests of the same name (their Kubernetes objects would collide).
             models.UniqueConstraint(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpu import gangapi
 
 from .decisions.decision import MultiNode
+from .words import GANG_BACKEND_WORDS
 
 if TYPE_CHECKING:
     from .decisions import ClusterSpec, Inventory, PoolSpec, Reasons
@@ -43,8 +44,9 @@ def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Invento
             reasons.add("topology", f"The gang is packed into one domain: {words}, as the platform team set for "
                                     f"{cluster.name}.", source="cluster")
         else:
+            backend = GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)
             why = (f"its topology is not used here: {refusal[1]}" if refusal else
-                   f"{cluster.name} declares no gang topology its {cluster.gang_scheduler} backend can honour")
+                   f"{cluster.name} declares no gang topology that {backend} can honour")
             reasons.add("topology", f"The gang is not packed into one NVLink domain or rack by the scheduler: "
                                     f"{why}.", source="cluster")
     may_stall = False

@@ -3,17 +3,20 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 # The request page shows chargeback's right-sizing suggestion (what its GPUs really did); a read, nothing more.
-from portal.errors import DomainError, NotFound
+from portal.errors import DomainError, NotFound, PermissionDenied
+from portal.roles import primary_role
 from portal.selectors import team_list_requestable, team_list_visible
 
 from . import hooks, leases, selectors, services
-from .choices import RequestStatus
+from .choices import REQUEST_TERMINAL, RequestStatus
 from .decisions import summarise
 from .forms import CancelForm, LeaseExtendForm, RequestForm
 from .questionnaire import QUESTIONS
@@ -21,7 +24,22 @@ from .questionnaire import QUESTIONS
 
 @login_required
 def home(request):
+    """Where each persona starts: finance on the chargeback page, everyone else on their requests."""
+    if primary_role(request.user) == "finance":
+        return redirect("chargeback:report")
     return redirect("web:request-list")
+
+
+@login_required
+def approval_queue(request):
+    """The platform team's approval queue: oldest first, what each would get and where, and its Review button (the
+    review page, with the decision, fit, quota and budget, stays in the admin)."""
+    try:
+        queue = selectors.approval_queue(user=request.user)
+    except PermissionDenied as exc:
+        raise DjangoPermissionDenied(exc.message) from exc
+    page = Paginator(queue, 50).get_page(request.GET.get("page"))
+    return render(request, "intake/approval_queue.html", {"page": page, "now": timezone.now()})
 
 
 @login_required
@@ -103,12 +121,32 @@ def request_preview(request):
             context["decision"] = preview.decision
             context["summary"] = summarise(preview.decision, marked_below=True)
             context["manifest_kinds"] = preview.object_names
+            context["sections"] = hooks.preview_sections(team=form.cleaned_data["team"], decision=preview.decision,
+                                                         answers=preview.answers)
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
             context["errors"] = errors.get("answers", errors)
     else:
-        context["errors"] = {key: list(value) for key, value in form.errors.items()}
+        # An answer not given yet is still to come, not an error: the preview lists it and says nothing in red.
+        given = form.raw_answers()
+        questions = {q.key for q in QUESTIONS}
+        context["missing"] = [key for key in form.errors if key in questions and key not in given]
+        errors = {key: list(value) for key, value in form.errors.items() if key not in context["missing"]}
+        if errors:
+            context["errors"] = errors
     return render(request, "intake/_preview.html", context)
+
+
+def _request_page(request, gpu_request) -> dict:
+    """What the request page and its live part show."""
+    return {
+        "gpu_request": gpu_request,
+        "decision": gpu_request.decision,
+        "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
+        "wait": hooks.request_wait(gpu_request=gpu_request),
+        "running": selectors.request_running_facts(gpu_request),
+        "finished": gpu_request.status in REQUEST_TERMINAL,
+    }
 
 
 @login_required
@@ -118,15 +156,25 @@ def request_detail(request, pk):
     except NotFound:
         return render(request, "404.html", status=404)
     return render(request, "intake/request_detail.html", {
-        "gpu_request": gpu_request,
-        "decision": gpu_request.decision,
+        **_request_page(request, gpu_request),
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
-        "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
-        "wait": hooks.request_wait(gpu_request=gpu_request),
         "lease_left": leases.lease_time_left(gpu_request),
         "rightsizing": hooks.request_rightsizing(gpu_request=gpu_request),
     })
+
+
+@login_required
+def request_live(request, pk):
+    """htmx fragment: the request page's changing parts (status, running facts, waits, stalls, provisioning,
+    history), fetched every few seconds until the request ends; its actions too once the status moved on."""
+    try:
+        gpu_request = selectors.request_get(user=request.user, request_id=pk)
+    except NotFound:
+        return render(request, "404.html", status=404)
+    context = _request_page(request, gpu_request)
+    context["status_changed"] = request.GET.get("shown") != gpu_request.status
+    return render(request, "intake/request_live.html", context)
 
 
 @login_required

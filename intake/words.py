@@ -23,7 +23,8 @@ DECISION_FIELD_WORDS = {
     "mig_readiness": "MIG readiness",
     "memory_isolation": "Memory isolation", "fabric_isolation": "Fabric isolation", "gang": "Gang scheduling",
     "driver": "NVIDIA driver", "lease": "Lease", "approval": "Approval", "request": "Request", "answers": "Answers",
-    "team": "Team", "name": "Name",
+    "team": "Team", "name": "Name", "restart": "If a rank fails", "topology": "Packed into",
+    "compute_domain": "NVLink ComputeDomain", "gpu_equivalents": "GPU equivalents", "replicas": "Replicas",
 }
 
 

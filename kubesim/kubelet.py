@@ -10,8 +10,8 @@
   owned by the Deployment itself (the fake serves no ReplicaSets).
 - Kueue, where the fake serves it (kubesim.kueue): Workloads for queued Jobs, quota reservation, admission once
   the checks are Ready, Finished when the Job ends.
-- Scheduler: binds each unbound pod to a node with room (kubesim.scheduler); a pod no node takes, or the last rank
-  of a gang the scenario stalls, gets `PodScheduled=False, reason=Unschedulable` and kube-scheduler's message.
+- Scheduler: binds each pod to a node with room (kubesim.scheduler); a pod no node takes, or a stalled gang's last
+  rank (its room taken by a burn-in pod the inventory sees), gets `PodScheduled=False` and kube-scheduler's message.
 - Kubelet: a bound pod turns Running after `start_seconds`, a Job's pod Succeeded after its run time.
 - mig-manager: a node whose `nvidia.com/mig.config` names another layout than the one applied goes
   `nvidia.com/mig.config.state=pending`, and after the scaled reconfiguration delay `success` with the new MIG
@@ -35,7 +35,8 @@ from kubesim import dra, kueue
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
-    TERMINAL_PHASES, allocatable, pick_node, pod_requests, rejection, unschedulable_message, used_on_nodes,
+    TERMINAL_PHASES, allocatable, burn_in_pod, pick_node, pod_requests, rejection, unschedulable_message,
+    used_on_nodes,
 )
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
@@ -212,15 +213,15 @@ class Simulation:
         pods = self.fake.find("v1", "Pod")
         jobs = {f"{j['metadata']['namespace']}/{j['metadata']['name']}": j for j in self.fake.find("batch/v1", "Job")}
         used = used_on_nodes(pods)
-        for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", "")):
-            if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":
-                continue
-            gang = self._gang_owner(pod, jobs)
-            if gang and gang[1] and self.scenario.stalls(gang[0]):
-                # As if the GPUs of every node that would take it were held by someone else.
-                taken = {n["metadata"]["name"]: {**allocatable(n), "pods": 0} for n in nodes
-                         if not rejection(pod, n, used.get(n["metadata"]["name"], {}))}
-                self._unschedulable(pod, unschedulable_message(pod, nodes, {**used, **taken}), now)
+        pending = [p for p in pods if not p["spec"].get("nodeName") and p["status"].get("phase") == "Pending"]
+        stalls = {id(p) for p in pending if (g := self._gang_owner(p, jobs)) and g[1] and self.scenario.stalls(g[0])}
+        # A stalled last rank goes last; someone else's pod takes just enough of each node that would take it.
+        for pod in sorted(pending, key=lambda p: (id(p) in stalls, p["metadata"].get("creationTimestamp", ""))):
+            if id(pod) in stalls:
+                for node in nodes:
+                    if not rejection(pod, node, used.get(node["metadata"]["name"], {})):
+                        self._hold_for_stall(pod, node, used, now)
+                self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
                 continue
             node = pick_node(pod, candidates := dra.feasible(self.fake, pod, nodes), used)
             if node is None:
@@ -236,6 +237,13 @@ class Simulation:
                 "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                                            "lastTransitionTime": _stamp(now)}], **claims},
             })
+
+    def _hold_for_stall(self, pod: Mapping[str, Any], node: Mapping[str, Any], used: dict, now: float) -> None:
+        name = node["metadata"]["name"]
+        held = used.setdefault(name, {})
+        free = {r: allocatable(node).get(r, 0) - held.get(r, 0) - (n - 1) for r, n in pod_requests(pod).items()}
+        self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=_stamp(now)))
+        held.update({r: held.get(r, 0) + n for r, n in {**free, "pods": 1}.items()})
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str, now: float) -> None:
         current = _condition(pod, "PodScheduled")
@@ -385,7 +393,6 @@ def _gang_start_times(pods: list[dict[str, Any]]) -> dict[str, float | None]:
 def _owner_kind(pod: Mapping[str, Any]) -> str:
     refs = pod["metadata"].get("ownerReferences") or [{}]
     return refs[0].get("kind", "")
-
 
 
 def _pod_ip(pod: Mapping[str, Any]) -> str:

@@ -20,6 +20,8 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 SCHEDULED_EFFECTS = ("NoSchedule", "NoExecute")
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+# Where the stalled-gang scenario's GPU holders run: not a team's namespace, so no request, quota or chargeback.
+BURN_IN_NAMESPACE = "gpu-burn-in"
 
 
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -148,3 +150,16 @@ def unschedulable_message(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, A
     total = len(nodes)
     return (f"0/{total} nodes are available: {reasons}. preemption: 0/{total} nodes are available: "
             f"{total} Preemption is not helpful for scheduling.")
+
+
+def burn_in_pod(node: str, resources: Mapping[str, int], *, suffix: str, at: str) -> dict[str, Any]:
+    """A GPU burn-in pod of no team, bound to `node` by hand (no scheduler), holding `resources` there: what the
+    stalled-gang scenario puts where its last rank would fit, so that the inventory sees the GPUs taken too."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"burn-in-{node}-{suffix}", "namespace": BURN_IN_NAMESPACE,
+                         "labels": {"app": "gpu-burn-in"}},
+            "spec": {"nodeName": node, "containers": [{
+                "name": "burn-in", "image": "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04",
+                "resources": {"limits": {r: str(n) for r, n in resources.items()}}}]},
+            "status": {"phase": "Pending", "qosClass": "Burstable", "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": at}]}}

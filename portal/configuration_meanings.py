@@ -279,4 +279,7 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "SIM_PORT": {"meaning": "the loopback port of the simulated cluster's API server in `./scripts/demo`"},
     "KUEUE_SIM_PORT": {"meaning": "the loopback port of the demo's second simulated cluster, gpu-kueue (Kueue with "
                                   "the portal's admission check), in `./scripts/demo` (default: `SIM_PORT` + 100)"},
+    "PLATFORM_NOTIFICATION_EMAIL": {"meaning": "`./scripts/demo` sets it to `platform-team@example.com` when unset, so "
+                                               "the stalled gang's notice goes somewhere (printed in "
+                                               "`var/log/worker.log` by development mode's console e-mail backend)"},
 }

@@ -62,6 +62,7 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["user_id", "-created_at", "-id"]
+        verbose_name, verbose_name_plural = "API token", "API tokens"
         constraints = [
             models.UniqueConstraint(
                 fields=["user", "name"], condition=models.Q(revoked_at__isnull=True),

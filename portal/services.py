@@ -27,13 +27,17 @@ logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
-def team_upsert(*, slug: str, name: str, cost_center: str | None = None) -> tuple[Team, bool]:
-    """Create the team, or update its name (and cost centre when given). Returns (team, created)."""
-    team = Team(slug=slug, name=name, cost_center=cost_center or "")
+def team_upsert(*, slug: str, name: str, cost_center: str | None = None,
+                notification_email: str | None = None) -> tuple[Team, bool]:
+    """Create the team, or update its name (and cost centre and notification address when given). Returns
+    (team, created)."""
+    team = Team(slug=slug, name=name, cost_center=cost_center or "", notification_email=notification_email or "")
     team.full_clean(validate_unique=False)
     defaults = {"name": name}
     if cost_center is not None:
         defaults["cost_center"] = cost_center
+    if notification_email is not None:
+        defaults["notification_email"] = notification_email
     return Team.objects.update_or_create(slug=slug, defaults=defaults)
 
 

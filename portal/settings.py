@@ -158,6 +158,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# One date format everywhere, the admin included (portal/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["portal.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))

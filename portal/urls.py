@@ -32,6 +32,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("chargeback.urls")),
     path("", include("register.urls")),  # platform decision register
+    path("", include("provisioning.urls")),  # the capacity page
     re_path(r"^api/", api_not_found),
     path("", include("intake.urls")),
 ]

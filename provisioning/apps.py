@@ -12,7 +12,9 @@ class ProvisioningConfig(AppConfig):
         from portal.outbox import outbox_register
 
         from .metrics import COLLECTORS
-        from .models import AppliedObject, GangStall, ProvisioningJob
+        from django.db.models import Prefetch
+
+        from .models import AppliedObject, GangNotification, GangStall, ProvisioningJob
         from .preview import preview_objects
         from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait, team_quota_state
         from .services import allocation_on_approved, allocation_on_cancelled
@@ -32,10 +34,13 @@ class ProvisioningConfig(AppConfig):
         hooks.request_wait.provide(request_wait)
         hooks.team_quota_state.provide(team_quota_state)
         hooks.preview_objects.provide(preview_objects)
+        from .selectors.access import request_access
+
+        hooks.request_access.provide(request_access)
         # A request is shown with what provisioning did for it.
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",
                                  lambda: ProvisioningJob.objects.select_related("cluster").order_by("id"))
         # status reconciliation: the gang's stalls, newest first
-        hooks.request_shown_with("gang_stalls",
-                                 lambda: GangStall.objects.select_related("cluster").order_by("-started_at", "-id"))
+        hooks.request_shown_with("gang_stalls", lambda: GangStall.objects.select_related("cluster").prefetch_related(
+            Prefetch("notifications", queryset=GangNotification.objects.order_by("id"))).order_by("-started_at", "-id"))

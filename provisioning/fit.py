@@ -203,11 +203,11 @@ def check_fit(demand: Demand, nodes: Sequence[NodeSlot], holders: Sequence[Holde
         kind = "the gang needs" if demand.gang else "the request needs"
         return FitAnswer(
             NEVER,
-            f"{kind.capitalize()} {demand.pods} pods of {what} at once but the pool's schedulable nodes can hold "
-            f"at most {ceiling} even with nothing else running."
+            f"{kind.capitalize()} {_plural(demand.pods, 'pod')} of {what} at once but the pool's schedulable nodes "
+            f"can hold at most {ceiling} even with nothing else running."
             if demand.gang else
-            f"{kind.capitalize()} {demand.pods} pods of {what} but the pool's schedulable nodes can hold at most "
-            f"{ceiling} even with nothing else running.",
+            f"{kind.capitalize()} {_plural(demand.pods, 'pod')} of {what} but the pool's schedulable nodes can hold "
+            f"at most {ceiling} even with nothing else running.",
             excluded=excluded,
         )  # fmt: skip
 
@@ -217,7 +217,8 @@ def check_fit(demand: Demand, nodes: Sequence[NodeSlot], holders: Sequence[Holde
     if fitting_now >= demand.pods:
         placement = _place(now, demand.pods)
         where = ", ".join(f"{p} on {n}" for n, p in placement.items())
-        return FitAnswer(FITS_NOW, f"All {_plural(demand.pods, 'pod')} of {what} fit now: {where}.",
+        said = f"All {demand.pods} pods of {what} fit now" if demand.pods != 1 else f"Its pod of {what} fits now"
+        return FitAnswer(FITS_NOW, f"{said}: {where}.",
                          pods_fitting_now=fitting_now, placement=placement, excluded=excluded)
 
     # Fits after: release running work, earliest expected end first, until the pods fit; then drop what did not

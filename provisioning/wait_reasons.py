@@ -256,7 +256,8 @@ def fragmentation_words(*, per_pod: int, pods: int, unit: str, free_by_node: Map
     if not roomy:
         return f"No node has {per_pod} free {units}" + (f"; {rest}." if rest else ".")
     have = f"{len(roomy)} node{'s' if len(roomy) != 1 else ''} ({', '.join(roomy)}) {'has' if len(roomy) == 1 else 'have'}"
-    return (f"It needs {pods} pods of {per_pod} {units}; {have} {per_pod} free" + (f", {rest}." if rest else "."))
+    return (f"It needs {pods} pod{'s' if pods != 1 else ''} of {per_pod} {units}; {have} {per_pod} free"
+            + (f", {rest}." if rest else "."))
 
 
 def _end_key(work: Running) -> tuple:

@@ -22,7 +22,7 @@ from gpu.vocabulary import KAI, KUEUE, NATIVE, VOLCANO
 from intake.choices import RequestStatus
 from intake.models import GpuRequest, RequestEvent
 
-from . import wait_lifecycle, wait_reasons
+from . import wait_lifecycle, wait_reasons, wait_words
 from .contract import REQUEST_ID, domain_key, parse_time
 from .kube.connection import cluster_connection
 from .kube.client import KubeClient
@@ -181,6 +181,13 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
             per_pod=demand.get("per_pod", 1), pods=demand.get("pods", 1), unit="GPU",
             free_by_node=fit_answer.get("free_by_node") or {}) if demand else ""
         text, estimate = wait_reasons.capacity_unblock(fit_answer, fragmentation)
+        said = [b for b in blockers if b.kind in (wait_reasons.CAPACITY, wait_reasons.GANG, wait_reasons.SCHEDULING)]
+        if fit_answer.get("verdict") == "fits_now" and said:
+            text = wait_words.disagreement_words(scheduler_says=said[0].message or said[0].words,
+                                                 inventory_says=fit_answer.get("reason", ""),
+                                                 synced_at=fit_answer.get("synced_at"), cluster=decision.cluster)
+            estimate = wait_reasons.Estimate(None, "the scheduler and the inventory disagree: no estimate until "
+                                                   "they agree")
         unblock.append(text)
         estimates.append(estimate)
     known = [e for e in estimates if e.start is not None]

@@ -100,6 +100,10 @@ MATRIX = [
     (("GET", "web:request-new", {}, None), (R, 200, 200, 200, R)),  # finance requests nothing: back to the list
     (("POST", "web:request-preview", {}, {"team": "team-a"}), (R, 200, 200, 200, 200)),
     (("GET", "web:request-detail", {"pk": A}, None), (R, 200, 404, 200, 200)),
+    (("GET", "web:request-live", {"pk": A}, None), (R, 200, 404, 200, 200)),
+    # The approval queue is the platform team's; the capacity page the platform team's and engineers'.
+    (("GET", "web:approval-queue", {}, None), (R, 403, 403, 200, 403)),
+    (("GET", "capacity:page", {}, None), (R, 200, 200, 200, 403)),
     (("POST", "web:request-cancel", {"pk": A}, {}), (R, R, 404, R, R)),
     (("POST", "web:request-lease-extend", {"pk": A}, {"hours": "1"}), (R, R, 404, R, R)),
     # API tokens: everyone manages their own; nobody reaches another's (the platform team does, in the admin).
@@ -170,7 +174,7 @@ def call(world, role, method, name, kwargs, body):
     concrete = {key: world["objects"].get(value, value) for key, value in kwargs.items()}
     url = reverse(name, kwargs=concrete)
     payload = world["bodies"][body] if isinstance(body, str) else body
-    if name.startswith(("web:", "chargeback:", "register:")) or name in {"logout", "login", "healthz", "readyz", "metrics",
+    if name.startswith(("web:", "chargeback:", "register:", "capacity:")) or name in {"logout", "login", "healthz", "readyz", "metrics",
                                                               "oidc_authentication_init", "swagger-ui", "tokens",
                                                               "token-revoke"}:
         client = Client()

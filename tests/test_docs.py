@@ -72,3 +72,16 @@ def test_the_site_builds_strictly(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "site" / "configuration" / "index.html").is_file()
+
+
+def test_the_docs_extra_builds_the_site_without_the_test_tools():
+    """`pip install -e '.[docs]'` is enough for `mkdocs build` (the built-in theme, no plugins); the test extras
+    include it rather than pinning MkDocs a second time."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert [requirement.split("==")[0] for requirement in extras["docs"]] == ["mkdocs"]
+    assert f"{project['name']}[docs]" in extras["test"]
+    assert not any(r.startswith("mkdocs") for r in extras["test"])
+    assert "plugins" not in (ROOT / "mkdocs.yml").read_text()

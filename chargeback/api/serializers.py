@@ -75,6 +75,21 @@ class ReportRowSerializer(serializers.Serializer):
     currency = CharField(help_text="empty when unpriced")
 
 
+class ReportCostSerializer(serializers.Serializer):
+    currency = CharField()
+    cost = serializers.DecimalField(max_digits=30, decimal_places=2)
+
+
+class ReportTotalSerializer(serializers.Serializer):
+    """The grand total of the rows: what a spreadsheet's sum of the CSV gives, to the cent."""
+
+    device_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    gpu_equivalent_hours = serializers.DecimalField(max_digits=30, decimal_places=6)
+    costs = ReportCostSerializer(many=True, help_text="one total per currency")
+    unpriced_gpu_equivalent_hours = serializers.DecimalField(
+        max_digits=30, decimal_places=6, help_text="the part of gpu_equivalent_hours no rate card priced")
+
+
 class AllocationMismatchSerializer(serializers.Serializer):
     """A request the cluster allocated other devices than were approved: billed as allocated."""
 
@@ -96,6 +111,7 @@ class ReportSerializer(serializers.Serializer):
     group_by = serializers.ListField(child=CharField())
     generated_at = serializers.DateTimeField()
     rows = ReportRowSerializer(many=True)
+    total = ReportTotalSerializer(help_text="the grand total of the rows")
     allocation_mismatches = AllocationMismatchSerializer(many=True, help_text=(
         "requests whose pods the cluster allocated other devices than were approved in the period (DRA claims): "
         "their rows are billed as allocated"))

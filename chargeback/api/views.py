@@ -72,7 +72,7 @@ class ReportView(APIView):
         rows = selectors.report_rows(user=request.user, start=data["start"], end=data["end"],
                                      group_by=data["group_by"], now=now, filters=params.filters())
         body = {"start": data["start"], "end": data["end"], "group_by": selectors.ordered_group_by(data["group_by"]),
-                "generated_at": now, "rows": rows,
+                "generated_at": now, "rows": rows, "total": selectors.report_total(rows),
                 "allocation_mismatches": selectors.allocation_mismatches(user=request.user, start=data["start"],
                                                                          end=data["end"])}
         return Response(ReportSerializer(body).data)

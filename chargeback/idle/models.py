@@ -54,6 +54,7 @@ class GpuUtilisation(models.Model):
 
     class Meta:
         ordering = ["request_id"]
+        verbose_name, verbose_name_plural = "GPU utilisation", "GPU utilisations"
 
     def __str__(self) -> str:
         return f"#{self.request_id}: median {self.median_utilisation_percent}%, peak {self.peak_memory_used_mib} MiB"

@@ -12,6 +12,7 @@ from gpu.vocabulary import (DRA, KAI, MEMORY_ISOLATION, MIG, MPS, REPLICATED, ST
                             STRATEGY_WORDS, TIME_SLICING, TRAINING, WHOLE_GPU)
 
 from ..multinode import multi_node_decision
+from ..words import GANG_BACKEND_WORDS
 from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec
 from .placement import (Candidate, Skipped, candidates_or_fallback, dra_extended_resource, equivalents,
@@ -309,8 +310,8 @@ def gang_up(answers: Answers, ruling: Ruling, placement: Placement, inventory: I
     if placement.needs_gang:
         gang = Gang(min_members=answers.replicas, backend=cluster.gang_scheduler)
         text = (
-            f"All {answers.replicas} replicas start together or none does, through {cluster.gang_scheduler} "
-            f"on {cluster.name}."
+            f"All {answers.replicas} replicas start together or none does, through "
+            f"{GANG_BACKEND_WORDS.get(cluster.gang_scheduler, cluster.gang_scheduler)} on {cluster.name}."
         )
         if ruling.route and ruling.outcome.get("gang"):
             reasons.add("gang", text, ruling.route)

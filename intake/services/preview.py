@@ -17,6 +17,7 @@ class Preview:
     manifests: list[dict]
     # "Kind name" per object, as it will be applied; the request id, unknown yet, shown as <id> (names.py).
     object_names: list[str] = field(default_factory=list)
+    answers: dict = field(default_factory=dict)  # as normalised for the decision
 
 
 def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> Preview:
@@ -28,4 +29,5 @@ def request_preview(*, user, team: Team, raw_answers, name: str = "preview") -> 
     evaluation = request_evaluate(raw_answers=raw_answers, team=team)
     manifests, object_names = preview_objects(team=team, name=name, answers=evaluation.answers.values,
                                               decision=evaluation.decision)
-    return Preview(decision=evaluation.decision, manifests=manifests, object_names=object_names)
+    return Preview(decision=evaluation.decision, manifests=manifests, object_names=object_names,
+                   answers=evaluation.answers.values)

@@ -5,8 +5,12 @@ defined once elsewhere (intake/words.py, the strategies of intake/decisions.py, 
 """
 from __future__ import annotations
 
+import re
+from fractions import Fraction
+
 from django import template
 
+from gpu.vocabulary import FITS_AFTER, FITS_NOW, NEVER_FITS
 from intake import words as vocabulary
 from intake.choices import RequestStatus
 from intake.decisions import STRATEGY_WORDS
@@ -22,6 +26,7 @@ VOCABULARIES: dict[str, dict[str, str]] = {
     "gang_backend": vocabulary.GANG_BACKEND_WORDS,
     "memory_isolation": vocabulary.MEMORY_ISOLATION_WORDS,
     "fabric_isolation": vocabulary.FABRIC_ISOLATION_WORDS,
+    "fit_verdict": {FITS_NOW: "fits now", FITS_AFTER: "fits after other work finishes", NEVER_FITS: "never fits"},
     # Answers: each choice question's option labels, under the question's key ("workload_class", "tenancy", ...).
     **{q.key: {o.value: o.label.lower() for o in q.options} for q in QUESTIONS if q.kind == "choice"},
 }
@@ -94,6 +99,37 @@ def change_words(value, field: str) -> str:
     if value is None:
         return "—"
     return _outcome_value(field, value) if isinstance(value, (list, dict, bool)) else value_words(value, field)
+
+
+def fraction_words(value) -> str:
+    """0.142857 -> "1/7", 4.285714 -> "4 2/7", 16.0 -> "16": the share of a GPU as people read it (a MIG slice is
+    so many sevenths or eighths, a shared GPU a fraction of its replicas)."""
+    if value is None or value == "":
+        return ""
+    fraction = Fraction(str(value)).limit_denominator(64)
+    if fraction.denominator == 1:
+        return str(fraction.numerator)
+    whole, rest = divmod(fraction.numerator, fraction.denominator)
+    return f"{whole} {rest}/{fraction.denominator}" if whole else f"{rest}/{fraction.denominator}"
+
+
+@register.filter
+def gpu_equivalents(value) -> str:
+    """``{{ 0.142857|gpu_equivalents }}`` -> "1/7 GPU equivalent", 2 -> "2 GPU equivalents"."""
+    shown = fraction_words(value)
+    return f"{shown} GPU equivalent{'' if shown == '1' or ('/' in shown and ' ' not in shown) else 's'}"
+
+
+@register.filter
+def event_reason_words(reason) -> str:
+    """A cluster event's machine-readable cause as words: "AllRunning" -> "all running", "OOMKilled" -> "OOM killed"."""
+    return re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", str(reason or "")).lower().replace(
+        "oom ", "OOM ").replace("_", " ")
+
+
+@register.filter
+def fraction(value) -> str:
+    return fraction_words(value)
 
 
 @register.filter

@@ -7,6 +7,7 @@ from django.utils.html import format_html
 
 from portal.admin_mixins import PlatformAdminMixin
 from portal.errors import DomainError
+from portal.text import plural
 
 from ..cluster_services import cluster_delete, cluster_save, node_pool_delete, node_pool_save
 from ..credentials import credentials_reencrypt
@@ -109,7 +110,8 @@ class ClusterAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="last sync")
     def sync_state(self, obj):
-        return obj.last_sync_error or (f"{len(obj.discrepancies)} discrepancies" if obj.last_synced_at else "never")
+        return obj.last_sync_error or (plural(len(obj.discrepancies), "discrepancy", "discrepancies")
+                                       if obj.last_synced_at else "never")
 
     @admin.action(description="Sync the inventory of the selected clusters now", permissions=["change"])
     def sync_inventory(self, request, queryset):

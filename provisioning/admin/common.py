@@ -2,7 +2,9 @@
 from django.utils.html import format_html, format_html_join
 
 # Lists that only a cluster's API server fills (EmptyExplainedMixin).
-LIVE_CLUSTER_ONLY = "The demo's clusters have no API server (they use the GitOps applier), so this stays empty there."
+LIVE_CLUSTER_ONLY = ("Only clusters the portal reads through their API server fill it: in the demo, gpu-east (the simulated "
+                     "cluster ./scripts/demo starts) within its first minutes; gpu-west, a GitOps repository with no "
+                     "API server, never.")
 
 
 def discrepancy_html(items):

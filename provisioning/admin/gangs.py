@@ -29,12 +29,16 @@ class GangStallAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     empty_why = ("No stalled gangs: status reconciliation finds them by reading the pods on a cluster's API server. "
                  + LIVE_CLUSTER_ONLY)
     finance_can_view = True
-    list_display = ["request", "cluster", "workload_class", "started_at", "ended_at", "end_reason", "running_pods",
-                    "pending_pods", "gpu_equivalents_running", "burnt_gpu_hours", "notified_at", "released_at"]
+    list_display = ["request", "cluster", "workload_class", "started_at", "ended_at", "end_reason", "pods",
+                    "gpu_equivalents_running", "burnt_gpu_hours", "notified_at"]
     list_filter = ["end_reason", "workload_class", "cluster"]
     list_select_related = ["request__team", "cluster"]
     search_fields = ["request__name", "request__team__slug"]
     inlines = [GangNotificationInline]
+
+    @admin.display(description="running / pending pods")
+    def pods(self, obj):
+        return f"{obj.running_pods} / {obj.pending_pods}"
 
     @admin.display(description="burnt GPU-hours")
     def burnt_gpu_hours(self, obj):

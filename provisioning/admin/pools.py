@@ -17,8 +17,9 @@ from .common import LIVE_CLUSTER_ONLY, discrepancy_html
 
 @admin.register(NodePool)
 class NodePoolAdmin(PlatformAdminMixin, admin.ModelAdmin):
-    list_display = ["__str__", "gpu_model", "sharing_mode", "mig_layout", "time_slicing_replicas", "node_count",
-                    "gpus_per_node", "driver_version", "source", "nodes_seen", "discrepancy_count", "upgrade_impact"]
+    # The pool's action right after its name: it stays in sight however many columns follow.
+    list_display = ["__str__", "upgrade_impact", "gpu_model", "sharing_mode", "mig_layout", "time_slicing_replicas",
+                    "node_count", "gpus_per_node", "driver_version", "source", "nodes_seen", "discrepancy_count"]
     list_filter = ["cluster", "sharing_mode", "gpu_model", "source"]
     list_select_related = ["cluster", "gpu_model"]
     readonly_fields = ["discovered", "discrepancy_list", "last_seen_at"]
@@ -83,9 +84,21 @@ class NodeAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
                  + LIVE_CLUSTER_ONLY)
 
     finance_can_view = True
-    list_display = ["name", "cluster", "pool", "gpu_model", "gpu_count", "sharing_mode", "mig_config",
-                    "mig_config_state", "driver_version", "scheduling_model", "unschedulable", "usable", "present",
-                    "last_seen_at"]
+    # Few enough columns to fit 1,280 px: the MIG layout with its state, and what keeps a node from taking work.
+    list_display = ["name", "cluster", "pool", "gpu_model", "gpu_count", "sharing_mode", "mig_layout",
+                    "driver_version", "scheduling_model", "state", "last_seen_at"]
     list_filter = ["cluster", "present", "sharing_mode", "scheduling_model", "unschedulable", "gpu_model"]
     list_select_related = ["cluster", "pool", "gpu_model"]
     search_fields = ["name", "mig_config", "driver_version", "clique"]
+
+    @admin.display(description="MIG layout", ordering="mig_config")
+    def mig_layout(self, obj):
+        if not obj.mig_config:
+            return "-"
+        return f"{obj.mig_config} ({obj.mig_config_state})" if obj.mig_config_state else obj.mig_config
+
+    @admin.display(description="state")
+    def state(self, obj):
+        said = [word for flag, word in ((not obj.present, "gone"), (obj.unschedulable, "cordoned"),
+                                        (not obj.usable, "not usable for its pool")) if flag]
+        return ", ".join(said) or "ready"

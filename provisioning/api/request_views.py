@@ -50,8 +50,9 @@ class RequestProvisioningViewSet(viewsets.GenericViewSet):
         return Response(FitSerializer(fit).data)
 
     @extend_schema(responses={200: WaitSerializer},
-                   summary="Why an approved request is not (fully) running: the schedulers' reasons, what would "
-                           "unblock it, its queue position and an estimated start with its basis")
+                   summary="Why a request is not (fully) running: waiting for approval (its place in the queue, "
+                           "whether it fits, whether quota is held), or the schedulers' reasons, what would unblock "
+                           "it, its queue position and an estimated start with its basis")
     @action(detail=True, methods=["get"])
     def wait(self, request, pk=None):
         gpu_request = intake_selectors.request_get_brief(user=request.user, request_id=pk)

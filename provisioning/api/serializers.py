@@ -314,10 +314,24 @@ class QueuePositionSerializer(serializers.Serializer):
     position_in_cluster_queue = IntegerField(allow_null=True, help_text="from 0, as Kueue counts")
 
 
+class ApprovalWaitSerializer(serializers.Serializer):
+    ahead_in_queue = IntegerField(help_text="requests waiting for approval that were submitted before this one")
+    fit_verdict = CharField(help_text="fits_now, fits_after or never: the fit check on its pool now")
+    fit_reason = CharField()
+    quota_held = serializers.BooleanField(allow_null=True, help_text="false for a request submitted to the portal "
+                                          "(nothing is applied before approval); null for a Kueue Workload found in "
+                                          "the cluster, whose queue may reserve quota before the portal's check")
+    cluster = CharField()
+    node_pool = CharField()
+    words = CharField(help_text="the same in a sentence")
+
+
 class WaitSerializer(serializers.Serializer):
     request_id = IntegerField()
     status = CharField()
-    waiting = serializers.BooleanField(help_text="approved, provisioning or stalled: not (fully) running")
+    waiting = serializers.BooleanField(help_text="waiting for approval, approved, provisioning or stalled: not (fully) "
+                                                 "running")
+    approval = ApprovalWaitSerializer(allow_null=True, help_text="set while it waits for the platform team's approval")
     checked_at = serializers.DateTimeField(allow_null=True, help_text="when the cluster was last read")
     blockers = WaitBlockerSerializer(many=True)
     unblock = serializers.ListField(child=CharField(), help_text="what would unblock it, in words")

@@ -15,6 +15,7 @@ class GpuModel(models.Model):
 
     class Meta:
         ordering = ["key"]
+        verbose_name, verbose_name_plural = "GPU model", "GPU models"
 
     def __str__(self) -> str:
         return self.key
@@ -33,6 +34,7 @@ class MigProfile(models.Model):
 
     class Meta:
         ordering = ["gpu_model__key", "compute_slices", "memory_gb", "name"]
+        verbose_name, verbose_name_plural = "MIG profile", "MIG profiles"
         constraints = [
             models.UniqueConstraint(fields=["gpu_model", "name"], name="%(app_label)s_%(class)s_unique_model_name"),
         ]

@@ -39,6 +39,7 @@ class MigPlan(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name, verbose_name_plural = "MIG plan", "MIG plans"
         constraints = [
             # One plan at a time changes a cluster's layouts.
             models.UniqueConstraint(
@@ -81,6 +82,7 @@ class MigPlanStep(models.Model):
 
     class Meta:
         ordering = ["plan", "position"]
+        verbose_name, verbose_name_plural = "MIG plan step", "MIG plan steps"
         constraints = [
             models.UniqueConstraint(fields=["plan", "position"], name="%(app_label)s_%(class)s_unique_position"),
             models.UniqueConstraint(fields=["plan", "node_name"], name="%(app_label)s_%(class)s_one_per_node"),

@@ -256,8 +256,8 @@ def assess(pods: Sequence[PodFact], ctx: RequestContext, thresholds: Thresholds,
         succeeded = sum(1 for phase in best.values() if phase == SUCCEEDED)
         if succeeded >= ctx.replicas:
             return decide(COMPLETED, "Completed",
-                          f"All {ctx.replicas} pod{'s' if ctx.replicas != 1 else ''} of the training job completed "
-                          "successfully.")
+                          f"All {ctx.replicas} pods of the training job completed successfully." if ctx.replicas != 1
+                          else "The training job's pod completed successfully.")
         # 3. Failure beyond the Job's backoff limit.
         failures = [p for p in pods if p.counts_as_failure]
         if len(failures) > thresholds.backoff_limit:

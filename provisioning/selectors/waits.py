@@ -4,18 +4,47 @@ from __future__ import annotations
 import math
 import statistics
 
-from intake.choices import RequestStatus
+from django.db.models import Q
+
+from intake.choices import RequestOrigin, RequestStatus
 
 from ..models import RequestWait
+from ..wait_words import approval_wait_words
+from .fit_check import request_fit
+from .quota import HOLDING_STATUSES
 
 WAITING_STATUSES = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.STALLED)
 
 
+def approval_wait(*, gpu_request) -> dict:
+    """Why a request waiting for approval waits: its place in the queue (oldest first, as the queue is shown),
+    whether it fits its pool now (the fit check, naming only its own team's work) and whether it holds quota."""
+    from intake.models import GpuRequest
+
+    ahead = GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL).filter(
+        Q(created_at__lt=gpu_request.created_at) | Q(created_at=gpu_request.created_at, pk__lt=gpu_request.pk)).count()
+    fit = request_fit(gpu_request=gpu_request, visible_team_ids={gpu_request.team_id})
+    # Nothing of a portal request is applied before approval and the quota counts approved work only; a Workload
+    # found in a Kueue queue exists already, and Kueue reserves its quota before the portal's check (docs/waiting.md).
+    holds = None if gpu_request.origin == RequestOrigin.CLUSTER else gpu_request.status in HOLDING_STATUSES
+    words = approval_wait_words(ahead=ahead, fit_verdict=fit["verdict"], fit_reason=fit["reason"], holds_quota=holds)
+    return {"ahead_in_queue": ahead, "fit_verdict": fit["verdict"], "fit_reason": fit["reason"],
+            "quota_held": holds, "cluster": fit["cluster"], "node_pool": fit["node_pool"], "words": words}
+
+
 def request_wait(*, gpu_request) -> dict:
-    """Why the request waits, as last read from its cluster (one query); `waiting` is false once it runs."""
+    """Why the request waits: for approval (`approval`), or as last read from its cluster (one query); `waiting` is
+    false once it runs."""
+    if gpu_request.status == RequestStatus.PENDING_APPROVAL:
+        approval = approval_wait(gpu_request=gpu_request)
+        return {"request_id": gpu_request.pk, "status": gpu_request.status, "waiting": True, "approval": approval,
+                "checked_at": None, "blockers": [], "unblock": [approval["words"]], "missing_members": [],
+                "queue_position": None, "estimated_start": None,
+                "estimate_basis": "it starts only once the platform team approves it", "first_estimate": None,
+                "actual_start": None, "error_seconds": None, "read_error": ""}
     record = RequestWait.objects.filter(request_id=gpu_request.pk).first()
     waiting = gpu_request.status in WAITING_STATUSES
-    base = {"request_id": gpu_request.pk, "status": gpu_request.status, "waiting": waiting}
+    base = {"request_id": gpu_request.pk, "status": gpu_request.status, "waiting": waiting, "approval": None}
     if record is None:
         return {**base, "checked_at": None, "blockers": [], "unblock": [], "missing_members": [],
                 "queue_position": None, "estimated_start": None,

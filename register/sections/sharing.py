@@ -57,7 +57,16 @@ def _rule_state(rule) -> str:
                        f"({replacement} instead)")
     if outcome.get("fabric_isolation"):
         effects.append(f"{words(outcome['fabric_isolation'])} NVLink fabric")
-    return f"guardrail on {match or 'anything'}: {'; '.join(effects)}"
+    lease = outcome.get("lease") or {}
+    if lease:
+        effects.append("a lease of " + ", at most ".join(
+            plural(int(h), "hour") for h in (lease.get("default_hours"), lease.get("max_hours")) if h))
+    driver = outcome.get("driver") or {}
+    if driver:
+        effects.append("the NVIDIA driver " + " on the ".join(
+            part for part in (f"{driver['min_major']} or newer" if driver.get("min_major") else "",
+                              f"{driver['branch']} branch" if driver.get("branch") else "") if part))
+    return f"guardrail on {match or 'anything'}: {'; '.join(effects) or 'no effect on placement'}"
 
 
 def _counts(snapshot: Snapshot) -> tuple[dict, dict, dict]:

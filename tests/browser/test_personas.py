@@ -3,7 +3,7 @@ the quickstart's demo data, with a real Celery worker behind it.
 
 - an engineer fills the questionnaire, sees the live preview change as the answers change, submits, and sees
   the request pending;
-- a platform user approves it in the admin queue and sees it move on to provisioning;
+- a platform user approves it from the approval queue and sees it move on to provisioning;
 - finance opens the chargeback page, changes the period, sees the chart, downloads the CSV and finds the rows.
 """
 from __future__ import annotations
@@ -28,12 +28,12 @@ def demo(settings, tmp_path):
     load_demo()
 
 
-def sign_in(page, live_server, username):
+def sign_in(page, live_server, username, *, lands="/requests/"):
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("#id_username", username)
     page.fill("#id_password", DEMO_PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/requests/")
+    page.wait_for_url(f"{live_server.url}{lands}")
 
 
 def test_engineer_platform_and_finance(page, live_server, demo, shot):
@@ -64,13 +64,13 @@ def test_engineer_platform_and_finance(page, live_server, demo, shot):
     shot(page, "03-engineer-submitted")
     page.click("text=Log out")
 
-    # --- the platform team: the admin queue, approve, and it moves on ---------------------------------------------
+    # --- the platform team: the approval queue, approve, and it moves on -----------------------------------------
     with running_worker():
         sign_in(page, live_server, "pat")
-        page.goto(f"{live_server.url}/admin/intake/pendingapproval/")
-        row = page.locator("#result_list tr", has_text="vision-serving")
+        page.click("text=Approval queue")
+        row = page.locator("[data-testid=approval-queue] tr", has_text="vision-serving")
         shot(page, "04-platform-queue")
-        row.locator("a.button", has_text="Review").click()
+        row.locator("[data-testid=review]").click()
         page.locator("[data-testid=review-status]").wait_for()
         shot(page, "05-platform-review")
         page.fill("#approve-comment", "fits the inference budget")
@@ -84,9 +84,8 @@ def test_engineer_platform_and_finance(page, live_server, demo, shot):
     shot(page, "06-platform-provisioning")
     page.click("text=Log out") if page.locator("text=Log out").count() else page.goto(f"{live_server.url}/admin/logout/")
 
-    # --- finance: the chargeback page, another period, the chart, the CSV -------------------------------------------
-    sign_in(page, live_server, "fiona")
-    page.goto(f"{live_server.url}/chargeback/")
+    # --- finance: the chargeback page (where she lands), another period, the chart, the CSV -------------------------
+    sign_in(page, live_server, "fiona", lands="/chargeback/")
     this_month = month_start(timezone.now().date())
     start, end = add_months(this_month, -1), add_months(this_month, 1)
     page.fill("#id_start", start.isoformat())
@@ -103,9 +102,7 @@ def test_engineer_platform_and_finance(page, live_server, demo, shot):
     download = download_info.value
     assert download.suggested_filename == f"gpu-chargeback_{start.isoformat()}_{end.isoformat()}.csv"
     text = open(download.path(), encoding="utf-8-sig").read()
-    # The CSV opens with '#' note lines (the rounding rule, docs/chargeback.md), then the header.
-    rows = list(csv.DictReader(io.StringIO("".join(line for line in text.splitlines(keepends=True)
-                                                   if not line.startswith("#")))))
+    rows = list(csv.DictReader(io.StringIO(text)))  # the header is the first line
     assert len(rows) == table_rows
     assert {"team", "strategy", "gpu_model", "device_hours", "gpu_equivalent_hours", "cost", "currency"} <= set(rows[0])
     assert {r["team"] for r in rows} >= {"vision", "nlp", "recsys"}

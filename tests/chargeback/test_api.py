@@ -10,7 +10,6 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chargeback.exporters import ROUNDING_NOTES
 from chargeback.models import RateCard
 from chargeback.services import period_closable, usage_ingest
 from tests.chargeback.conftest import make_request, pod_for, utc
@@ -36,13 +35,6 @@ def usage(requests_a, team_b, engineer_b):
         pod_for(b_request, started_at=utc(2026, 11, 4, 8), finished_at=utc(2026, 11, 4, 15)),
     ])
     return b_request
-
-
-def _notes_and_table(text: str) -> tuple[list[str], str]:
-    """The CSV's "#" note lines, and the rest (the header row and the rows)."""
-    lines = text.splitlines(keepends=True)
-    notes = [line.rstrip("\r\n") for line in lines if line.startswith("#")]
-    return notes, "".join(line for line in lines if not line.startswith("#"))
 
 
 def _teams(response):
@@ -119,8 +111,7 @@ def test_csv_has_the_same_rows_a_header_and_a_dated_filename(api, usage, finance
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"] == 'attachment; filename="gpu-chargeback_2026-11-01_2026-12-01.csv"'
     text = b"".join(response.streaming_content).decode()
-    notes, text = _notes_and_table(text)
-    assert notes == [f"# {note}" for note in ROUNDING_NOTES]
+    # The header is the first line: no note lines before it (they broke DictReader, pandas and spreadsheets).
     assert text.startswith("period_start,period_end,team,strategy,gpu_model,category,device_hours,"
                            "gpu_equivalent_hours,cost,currency\r\n")
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -132,7 +123,7 @@ def test_csv_unpriced_cost_is_an_empty_cell_and_numbers_have_no_exponent(api, re
     usage_ingest(cluster_name="gpu-east", now=utc(2026, 11, 20), pods=[
         pod_for(requests_a["ts"], started_at=utc(2026, 11, 3, 8), finished_at=utc(2026, 11, 3, 8, 0, 1))])
     text = b"".join(api(finance_user).get(URL, {**PERIOD, "group_by": "", "format": "csv"}).streaming_content).decode()
-    assert _notes_and_table(text)[1].splitlines()[1] == "2026-11-01,2026-12-01,usage,0.000278,0.000069,,"
+    assert text.splitlines()[1] == "2026-11-01,2026-12-01,usage,0.000278,0.000069,,"
 
 
 def test_engineer_csv_is_scoped_too(api, usage, engineer_b):

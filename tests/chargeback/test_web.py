@@ -47,7 +47,8 @@ PERIOD = "?start=2026-11-01&end=2026-12-01"
 def test_finance_page_shows_table_chart_drill_links_and_csv(usage, finance_user):
     page = login(finance_user).get(f"/chargeback/{PERIOD}&group_by=team&group_by=strategy").content.decode()
     assert 'data-testid="report-table"' in page and 'data-testid="chart"' in page
-    assert "<svg" in page and "<rect" in page and "team-a · mig" in page  # a stacked segment with its tooltip
+    # A stacked segment with its tooltip, in words (not the identifier "mig").
+    assert "<svg" in page and "<rect" in page and "team-a · MIG slice" in page and "team-a · mig" not in page
     assert '/chargeback/teams/team-a/?start=2026-11-01&amp;end=2026-12-01' in page
     assert "/api/v1/chargeback/report/?start=2026-11-01&amp;end=2026-12-01&amp;group_by=team%2Cstrategy&amp;format=csv" in page
     assert "team-b" in page
@@ -85,7 +86,8 @@ def test_drill_into_a_team_down_to_its_requests_and_strategies(usage, finance_us
     response = login(finance_user).get(f"/chargeback/teams/team-a/{PERIOD}")
     page = response.content.decode()
     assert response.status_code == 200 and 'data-testid="team-table"' in page
-    assert f'/requests/{requests_a["h200_1g"].pk}/' in page and "1g.18gb" in page and "time_slicing" in page
+    assert f'/requests/{requests_a["h200_1g"].pk}/' in page and "1g.18gb" in page and "time-sliced GPU share" in page
+    assert "time_slicing" not in page and "whole_gpu" not in page
     assert "b-train" not in page
     assert "team=team-a" in page  # the CSV link keeps the drill's team
 

@@ -133,8 +133,8 @@ def test_the_review_page_shows_the_fit_the_projection_and_the_quota(platform_use
 
     page = client.get(f"/admin/intake/pendingapproval/{waiting.pk}/change/").content.decode()
 
-    assert "Capacity: does it fit?" in page and '<strong data-testid="fit-verdict">fits_after</strong>' in page
-    assert "Projected: 160.0 GPU-hours (16.0 GPU equivalents x 10 h; 160.0 device-hours)" in page
+    assert "Capacity: does it fit?" in page and 'data-verdict="fits_after">Fits after other work finishes</strong>' in page
+    assert "Projected: 160 GPU-hours (16 GPU equivalents x 10 h; 160 device-hours)" in page
     assert "Quota: Team team-a has no whole-GPU quota" in page
     assert "(expected end 2026-11-30 20:00 UTC)" in page
 

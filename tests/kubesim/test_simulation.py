@@ -7,6 +7,7 @@ import pytest
 from kubesim import cluster, nodes
 from kubesim.kubelet import Simulation
 from kubesim.scenario import Scenario
+from kubesim.scheduler import BURN_IN_NAMESPACE, allocatable, used_on_nodes
 from provisioning.kube.client import KubeClient
 
 
@@ -117,6 +118,18 @@ def test_the_stall_scenario_leaves_the_last_rank_pending_while_the_others_run(si
     condition = last["status"]["conditions"][0]
     assert (condition["type"], condition["status"], condition["reason"]) == ("PodScheduled", "False", "Unschedulable")
     assert "6 Insufficient nvidia.com/gpu" in condition["message"]
+    # What the scheduler says is what the inventory sees: burn-in pods of no team hold the room the rank would take.
+    pods = fake_kube.find("v1", "Pod", None, "")
+    burn_in = [p for p in pods if p["metadata"]["namespace"] == BURN_IN_NAMESPACE]
+    assert len(burn_in) == 4 and all(p["spec"]["nodeName"].startswith("h100-train-") for p in burn_in)
+    assert not any("gpu-portal.io" in key for p in burn_in for key in p["metadata"]["labels"])
+    held = used_on_nodes(pods)
+    free = {n["metadata"]["name"]: allocatable(n).get("nvidia.com/gpu", 0) - held.get(n["metadata"]["name"], {}).get(
+        "nvidia.com/gpu", 0) for n in fake_kube.find("v1", "Node", None, "gpu-portal.io/pool=h100-train")}
+    assert len(free) == 6 and max(free.values()) == 7, free  # just enough taken: smaller work still fits
+    fake_kube.put(_job("small", replicas=1, gpus=4))
+    simulation.tick()
+    assert [p["spec"].get("nodeName", "")[:10] for p in _pods(fake_kube, "small")] == ["h100-train"]
     clock.advance(600)  # ten times the run time: the running ranks wait for their peer and never finish
     simulation.tick()
     phases = {p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]: p["status"]["phase"]

@@ -200,7 +200,7 @@ def test_a_replayed_callback_is_refused(live_server, provider, browsers):
     browser = browsers()
     to_provider = browser.get(f"{live_server.url}/oidc/authenticate/", allow_redirects=False, timeout=10)
     callback = browser.get(to_provider.headers["Location"], allow_redirects=False, timeout=10).headers["Location"]
-    assert browser.get(callback, timeout=30).url == f"{live_server.url}/requests/"  # home -> their requests
+    assert browser.get(callback, timeout=30).url == f"{live_server.url}/chargeback/"  # home -> finance's page
     # The same code and state again, from another browser: the state is not in its session.
     stranger = browsers()
     page = stranger.get(callback, timeout=30)

@@ -12,5 +12,5 @@ def test_an_empty_live_only_list_says_why(platform_user, inventory, url):
     client = Client()
     client.force_login(platform_user)
     html = client.get(url).content.decode()
-    assert 'data-testid="empty-why"' in html and "have no API server" in html
+    assert 'data-testid="empty-why"' in html and "gpu-west, a GitOps repository with no API server, never" in html
 

@@ -122,7 +122,7 @@ def test_the_same_request_schedules_on_each_cluster_and_the_reasons_say_why_it_d
         assert (decision.gpu_model, decision.scheduling_model) == ("H100-80GB", "device_plugin")
         assert limits["nvidia.com/gpu"] == "4" and "resourceClaims" not in pod
         assert pod["schedulerName"] == "volcano" and "PodGroup" in _kinds(objects)
-        assert "through volcano" in _reason(decision, "gang")
+        assert "through Volcano" in _reason(decision, "gang")
     elif name == "dra":
         assert (decision.gpu_model, decision.scheduling_model) == ("B200-180GB", "dra")
         assert not any(key.startswith("nvidia.com/") for key in limits)
@@ -137,7 +137,7 @@ def test_the_same_request_schedules_on_each_cluster_and_the_reasons_say_why_it_d
         assert "schedulerName" not in pod and "PodGroup" not in _kinds(objects)
         assert "LocalQueue" in _kinds(objects) and "ResourceClaimTemplate" in _kinds(objects)
         assert all("resourceClaimName" not in claim for claim in pod["resourceClaims"])
-        assert "through kueue" in _reason(decision, "gang")
+        assert "through Kueue" in _reason(decision, "gang")
     else:
         assert decision.gpu_model == "GB200-186GB"
         (domain,) = [o for o in objects if o["kind"] == "ComputeDomain"]

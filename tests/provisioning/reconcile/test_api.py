@@ -63,8 +63,9 @@ def test_the_request_page_shows_the_stall_and_the_cluster_events_in_plain_words(
     page = client.get(f"/requests/{gpu_request.pk}/").content.decode()
     assert 'data-testid="stall-current"' in page and "Stalled since 2026-03-02 09:01 UTC" in page
     assert "holding 24 GPU-equivalents, while 1 is Pending" in page
-    assert "provisioning → stalled (GangStalled)" in page
-    assert "Cluster event (Unschedulable)" in page and "is waiting for a node: 0/12 nodes are available" in page
+    # The cluster's causes in words (the API keeps GangStalled, Unschedulable).
+    assert 'provisioning → stalled <span class="muted">(gang stalled)</span>' in page
+    assert 'Cluster event <span class="muted">(unschedulable)</span>' in page and "is waiting for a node: 0/12 nodes are available" in page
 
 
 def test_the_platform_team_sees_policies_stalls_notices_and_runs_in_the_admin(provision, platform_user, engineer,

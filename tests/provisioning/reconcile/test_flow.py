@@ -68,7 +68,7 @@ def test_a_training_gang_moves_through_its_phases(applied, east_on_fake, fake_ku
                                                                 ("transition", "Completed")]
     # The request page and the API show the cluster's words, with the reason.
     page = _page(engineer, gpu_request)
-    assert "Cluster event (Unschedulable)" in page and "is waiting for a node: 0/12 nodes are available" in page
+    assert 'Cluster event <span class="muted">(unschedulable)</span>' in page and "is waiting for a node: 0/12 nodes are available" in page
     assert f"Pod {pods[0]['metadata']['name']} (rank 0) scheduled on gpu-h100-00." in page
     body = client_for(engineer).get(f"/api/v1/requests/{gpu_request.pk}/").json()
     started = next(e for e in body["events"] if e["reason"] == "Started")
