@@ -12,12 +12,13 @@ resourceVersion bump when nothing changes), create answering 201, Namespace path
 label and field selectors on LIST, WATCH and DELETE-collection, uid / resourceVersion / creationTimestamp /
 generation, LIST answers with kind and apiVersion, watch `timeoutSeconds` and `resourceVersion`, discovery with
 correct group versions and a deterministic preferred version, a configurable /version, and rejected requests
-(injected faults) leaving the stored objects untouched.
+(injected faults) leaving the stored objects untouched. LIST pagination (`limit`/`continue`, each list one
+snapshot) and compacted history (`compact()`: 410 Expired for older continue tokens and watches) are in paging.py.
 
 Like a real API server it also refuses namespaced writes into a missing or terminating namespace, deletes a
 namespace's content with it, honours deletion preconditions, finalizers and propagationPolicy (a synchronous
 stand-in for the garbage collector), and drops `status` from writes to kinds with a status subresource. It does not
-validate schemas, default fields beyond a few, convert between versions, paginate, or emulate JSON patch, PUT,
+validate schemas, default fields beyond a few, convert between versions, or emulate JSON patch, PUT,
 subresource requests or dryRun (those answer 405/415/400 saying so).
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ import kmock
 import yaml
 from kmock._internal import apps, k8s_dicts, parsing, rendering
 
-from kubesim import apimachinery
+from kubesim import apimachinery, paging
 from kubesim.tls import TestCA, test_ca
 from kubesim.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources, version_priority
 
@@ -183,6 +184,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
 
     _served: dict[kmock.resource, ServedResource] = attrs.field(factory=dict, init=False)
     _last_resource_version: int = attrs.field(default=0, init=False)
+    _compacted: int = attrs.field(default=0, init=False)  # history before this revision is gone (paging.py)
     _events: list[StoredEvent] = attrs.field(factory=list, init=False)
     _new_events: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     # Wall-clock arrival time of each request in `_requests`, same index (comparable across processes).
@@ -360,7 +362,10 @@ class KubeEmulator(kmock.KubernetesEmulator):
         if method == "GET" and name is None:
             if _go_bool(request.params.get("watch")):
                 return await self._watch(request, served)
-            return _reply(self._list(request, served))
+            try:
+                return _reply(self._list(request, served))
+            except paging.Expired as exc:
+                return _reply(paging.expired_status(exc), 410)
         if method == "GET":
             return _reply(self._read(served, request.namespace, name))
         if method == "POST" and name is None:
@@ -434,10 +439,30 @@ class KubeEmulator(kmock.KubernetesEmulator):
 
     def _list(self, request: rendering.Request, served: ServedResource) -> dict[str, Any]:
         selected = self._selection(request, served)
-        items = [obj for _, obj in self._live_items(served) if selected(obj)]
+        try:
+            page = paging.list_page(
+                request.params, current=self._last_resource_version, compacted=self._compacted,
+                items_at=functools.partial(self._items_at, served), selected=selected,
+                has_selector=bool(request.params.get("labelSelector") or request.params.get("fieldSelector")))
+        except paging.InvalidList as exc:
+            raise bad_request(str(exc)) from None
+        items = page.items
         if not served.custom:  # real servers leave TypeMeta off the items of built-in kinds
             items = [{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} for obj in items]
-        return self._list_body(served, items)
+        return {**self._list_body(served, items), "metadata": page.metadata()}
+
+    def _items_at(self, served: ServedResource, revision: int) -> list[paging.Keyed]:
+        """The resource's objects as they were at `revision` (now, or rewound through the events since)."""
+        items = [(paging.object_key(obj), obj) for _, obj in self._live_items(served)]
+        changes = [] if revision >= self._last_resource_version else [
+            (e.type, paging.object_key(e.new), e.old, e.new) for e in self._events
+            if e.resource == served.key and e.resource_version > revision]
+        return paging.rewind(items, changes)
+
+    def compact(self, revision: int | None = None) -> int:
+        """Forget the history up to `revision` (default: now), as etcd's compaction does; returns it."""
+        self._compacted = max(self._compacted, self._last_resource_version if revision is None else revision)
+        return self._compacted
 
     def _list_body(self, served: ServedResource, items: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -578,6 +603,10 @@ class KubeEmulator(kmock.KubernetesEmulator):
     ) -> AsyncIterator[dict[str, Any]]:
         """Events after resourceVersion `since` (or ADDED for what exists now), until `timeout` seconds pass."""
         deadline = asyncio.get_running_loop().time() + timeout
+        expired = paging.watch_expired(int(since), self._compacted) if since not in (None, "0") else None
+        if expired:
+            yield expired
+            return
         if since in (None, "0"):
             cursor = len(self._events)
             for _, obj in self._live_items(served):
@@ -958,6 +987,10 @@ class FakeKubeAPI:
 
     def remove(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self._call(self.emulator.remove, api_version, kind, name, namespace)
+
+    def compact(self, revision: int | None = None) -> int:
+        """Compact the history (paging.py): older continue tokens and watches get 410 Expired."""
+        return self._call(self.emulator.compact, revision)
 
     def install(self, *served: ServedResource) -> None:
         """Serve more resources (e.g. `resources_from_crd(crd)`), as installing CRDs does."""

@@ -47,16 +47,22 @@ def watch_pods(
     namespace: str | None = None,
     timeout_seconds: int = 60,
     resource_version: str | None = None,
+    bookmarks: bool = False,
 ) -> Iterator[WatchEvent]:
     """Pod events until the server ends the watch after `timeout_seconds`; from `resource_version` if given
-    (typically a LIST's), otherwise starting with an ADDED event for every existing pod."""
+    (typically a LIST's), otherwise starting with an ADDED event for every existing pod. With `bookmarks`, the
+    server may send BOOKMARK events that only move the resourceVersion on (client-go's reflector asks for them:
+    a resumed watch then starts from a recent revision even when nothing of ours changed). A compacted
+    `resource_version` ends the stream with a 410 (`is_expired`)."""
     resource = kube.resource("v1", "Pod")
+    extra = {"allow_watch_bookmarks": True} if bookmarks else {}
     stream = watch.Watch().stream(
         resource.get,
         namespace=namespace,
         label_selector=label_selector,
         resource_version=resource_version,
         timeout_seconds=timeout_seconds,
+        **extra,
         serialize=False,
         _request_timeout=(kube.connection.request_timeout, timeout_seconds + WATCH_READ_MARGIN),
     )
@@ -68,32 +74,44 @@ def watch_pods(
 
 # --- status reconciliation (reconcile) --------------------------------------------------------------------------
 
+# client-go's default page size (kubernetes/client-go tools/pager/pager.go, defaultPageSize).
 LIST_PAGE_SIZE = 500
 
 
 @dataclass(frozen=True)
-class PodSnapshot:
-    pods: list[dict[str, Any]]
-    resource_version: str  # where a watch resumes to see every change after this list
+class PodPage:
+    pods: list[dict[str, Any]]  # as the API server sent them (built-in kinds: without apiVersion and kind)
+    resource_version: str  # of the whole list: every page is served at the first page's revision
 
 
-def list_pods_snapshot(
+def pod_pages(
     kube: KubeClient, *, label_selector: str, namespace: str | None = None, page_size: int = LIST_PAGE_SIZE
-) -> PodSnapshot:
-    """A consistent LIST of the pods matching `label_selector`, in pages of `page_size` (a server that does not
-    paginate answers in one), with the resourceVersion a watch resumes from."""
+) -> Iterator[PodPage]:
+    """A LIST of the pods matching `label_selector`, one page of at most `page_size` at a time, the way client-go's
+    ListPager fetches one (kubernetes/client-go tools/pager/pager.go): `limit`, then the `continue` token of each
+    page until there is none; no resourceVersion, so the first page is a quorum read the server paginates (the
+    reflector's own note, tools/cache/reflector.go `list`: with resourceVersion "0" the watch cache ignores
+    `limit`). Each page is decoded when the caller asks for it and dropped when it asks for the next, so the caller
+    decides what it keeps. A server that does not paginate answers in one page. An expired continue token raises
+    the 410 as a KubeError (`is_expired`): the caller lists again from the start."""
     resource = kube.resource("v1", "Pod")
-    pods: list[dict[str, Any]] = []
     token, version = None, ""
     while True:
         with kube_errors(f"list pods in {namespace or 'all namespaces'}"):
             page = kube.dynamic.get(resource, namespace=namespace, label_selector=label_selector, limit=page_size,
                                     _continue=token, serializer=raw)
-        pods.extend(with_type_meta(page, resource))
         meta = page.get("metadata") or {}
-        version = meta.get("resourceVersion") or version
+        version = version or meta.get("resourceVersion") or ""
         token = meta.get("continue")
+        items = page.get("items") or []
+        del page
+        yield PodPage(pods=items, resource_version=version)
+        del items
         if not token:
-            return PodSnapshot(pods=pods, resource_version=version)
+            return
 
 
+def is_expired(exc: Exception) -> bool:
+    """410 Gone / Expired: the resourceVersion or continue token asked for is compacted away; the remedy is a new
+    LIST (client-go tools/cache/reflector.go `isExpiredError`: IsResourceExpired or IsGone, both HTTP 410)."""
+    return getattr(exc, "status", None) == 410
