@@ -19,7 +19,15 @@ from .facts import PodFact, pod_fact, request_id_of
 
 # A pod's own values: sharing them would only cost the sharing table's entry.
 _UNIQUE_FIELDS = frozenset({"uid", "name", "raw_finished_at", "unschedulable_since"})
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per dataclass, the fields whose values may be shared
+_DATACLASSES: dict[type, bool] = {}
+
+
+def _holds_facts(kind: type) -> bool:
+    known = _DATACLASSES.get(kind)
+    if known is None:
+        known = _DATACLASSES[kind] = is_dataclass(kind)
+    return known
 
 
 def _fact_order(fact: PodFact) -> tuple:
@@ -76,24 +84,28 @@ class PodStore(Mapping[int, list[PodFact]]):
                 return owner
         return None
 
-    def _share(self, value: Any) -> Any:
-        if isinstance(value, (str, Decimal)):
-            return self._shared.setdefault(value, value)
-        if isinstance(value, tuple) and value and is_dataclass(value[0]):
-            return tuple(self._share_fields(item) for item in value)
-        if is_dataclass(value) and not isinstance(value, type):
-            return self._share_fields(value)
-        return value
-
     def _share_fields(self, fact: Any) -> Any:
-        """The same facts, with every repeated value the one kept copy (the dataclass's own fields, whatever they
-        are)."""
+        """Make each repeated value of `fact` (a PodFact, and the ContainerFacts and Terminations in it) the one
+        copy kept, field by field whatever the fields are. In place: the facts are frozen for their readers, but
+        nobody has seen these yet, and building them again would cost more than building them did."""
         kind = type(fact)
         names = _FIELD_NAMES.get(kind)
         if names is None:
-            names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(fact))
-        share, unique = self._share, _UNIQUE_FIELDS if kind is PodFact else ()
-        return kind(**{name: getattr(fact, name) if name in unique else share(getattr(fact, name)) for name in names})
+            unique = _UNIQUE_FIELDS if kind is PodFact else frozenset()
+            names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(fact) if f.name not in unique)
+        shared = self._shared
+        for name in names:
+            value = getattr(fact, name)
+            kind_of_value = type(value)
+            if kind_of_value is str or kind_of_value is Decimal:
+                object.__setattr__(fact, name, shared.setdefault(value, value))
+            elif kind_of_value is tuple:
+                for item in value:
+                    if _holds_facts(type(item)):
+                        self._share_fields(item)
+            elif _holds_facts(kind_of_value):
+                self._share_fields(value)
+        return fact
 
     # -- reading it (a Mapping: request id -> its facts) -------------------------------------------------------
 

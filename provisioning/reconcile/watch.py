@@ -27,6 +27,7 @@ from ..kube.reads import is_expired, pod_pages, watch_pods
 from ..manifests.labels import MANAGED_BY, MANAGED_BY_KEY
 from ..models import Cluster, ClusterReconcileState
 from .cycle import CycleOutcome, status_reconcile_facts
+from .pod_fields import PodFields
 from .store import PodStore
 
 logger = logging.getLogger(__name__)
@@ -83,15 +84,15 @@ def _state_save(cluster: Cluster, **fields) -> ClusterReconcileState:
 
 
 def _list(kube: KubeClient) -> PodStore:
-    """LIST the portal's pods a page at a time into a new store, keeping each pod only as its facts: the decoded
-    page is dropped before the next one is read. A continue token that expires midway (410: the list took longer
+    """LIST the portal's pods a page at a time into a new store, keeping each pod only as its facts: a page is
+    decoded as far as the facts read it (`PodFields`) and dropped before the next one is read. A continue token that expires midway (410: the list took longer
     than the server keeps its revision) starts the list again from the first page, as client-go's reflector lists
     again (tools/cache/reflector.go `list`), rather than falling back, as its pager can, to one unpaginated LIST
     (tools/pager/pager.go FullListIfExpired), which would hold the whole list at once."""
     for attempt in range(1, LIST_ATTEMPTS + 1):
         store = PodStore(label_domain=settings.PORTAL_LABEL_DOMAIN, listed_at=time.monotonic())
         try:
-            for page in pod_pages(kube, label_selector=POD_SELECTOR,
+            for page in pod_pages(kube, label_selector=POD_SELECTOR, fields=PodFields,
                                   page_size=settings.PORTAL_RECONCILE_LIST_PAGE_SIZE):
                 for pod in page.pods:
                     store.add(pod)
