@@ -65,6 +65,7 @@ class Observation:
     startup_seconds: float  # median admission-to-running delay of the last runs that started
     admitted_last_30_min: int
     admission_times: tuple[float, ...]  # when the queue admitted over the last 30 minutes (one per workload)
+    arrived: tuple[Work, ...]  # submitted over the last hour (their Workloads' creation times)
 
 
 class FleetTrace:
@@ -219,7 +220,8 @@ class FleetTrace:
         return Observation(now=self.now, quota=self.quota, queue=tuple(self.queue),
                            admitted=tuple(self.holding.values()), finished=tuple(self.finished),
                            startup_seconds=statistics.median(startups) if startups else 0.0,
-                           admitted_last_30_min=len(self.admissions), admission_times=tuple(self.admissions))
+                           admitted_last_30_min=len(self.admissions), admission_times=tuple(self.admissions),
+                           arrived=tuple(w for w in self.works if self.now - 3600 <= w.submitted <= self.now))
 
     def measured(self) -> list[Work]:
         """The workloads submitted in the measurement window."""
