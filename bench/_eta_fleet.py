@@ -13,56 +13,16 @@
 """
 from __future__ import annotations
 
-import datetime
-import math
 import statistics
 import time
 from io import StringIO
 
 from kubesim import fleet_trace
-from provisioning import queue_eta
+from kubesim.fleet_estimators import depth_over_throughput, portal
 
-EPOCH = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 MEDIAN_GOAL, P90_GOAL = 0.10, 0.25  # of the actual wait
 EXPLAIN_GOAL_SECONDS = 1.0
 KUEUE_14477 = {"p50": 64, "p90": 78, "depth_over_throughput": 56}  # minutes, as the issue reports them
-
-
-def at(seconds: float) -> datetime.datetime:
-    return EPOCH + datetime.timedelta(seconds=seconds)
-
-
-def seconds(moment: datetime.datetime) -> float:
-    return (moment - EPOCH).total_seconds()
-
-
-def portal(observation: fleet_trace.Observation) -> dict:
-    """The portal's estimator, given what the portal can read at the moment (see queue_waits for the reads)."""
-    finished: dict[str, list[tuple[float, float]]] = {}
-    for team, expected, actual in observation.finished:
-        finished.setdefault(team, []).append((expected, actual))
-    starts = queue_eta.estimate_queue(
-        now=at(observation.now), quota=observation.quota,
-        queue=[queue_eta.Queued(w.key, w.team, w.gpus, w.expected_hours) for w in observation.queue],
-        admitted=[queue_eta.Admitted(w.team, w.gpus, at(w.admitted), at(w.started) if w.started is not None
-                                     and w.started <= observation.now else None, w.expected_hours)
-                  for w in observation.admitted],
-        finished=finished, startup=datetime.timedelta(seconds=observation.startup_seconds),
-        arrived=[queue_eta.Queued(w.key, w.team, w.gpus, w.expected_hours) for w in observation.arrived],
-        cycle=queue_eta.admission_cycle(at(t) for t in observation.admission_times))
-    return {key: seconds(start.starts_at) if start.starts_at else None for key, start in starts.items()}
-
-
-def depth_over_throughput(observation: fleet_trace.Observation) -> dict:
-    rate = observation.admitted_last_30_min / 30
-    return {work.key: seconds(found) if (found := queue_eta.depth_over_throughput(
-        now=at(observation.now), position=position, admitted_per_minute=rate)) else None
-            for position, work in enumerate(observation.queue)}
-
-
-def nearest_rank(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(math.ceil(share * len(ordered)) - 1, 0)]
 
 
 def play(args) -> bool:
@@ -85,8 +45,8 @@ def play(args) -> bool:
           f"{len(measured):,} workloads submitted over {(trace.window[1] - trace.window[0]) / 3600:g} h after "
           f"{trace.window[0] / 3600:g} h; {trace.now / 3600:.1f} simulated hours in {wall:.0f} s")
     print(f"  queue depth {statistics.median(depths):.0f} (median; {min(depths)}-{max(depths)}), admitted "
-          f"{statistics.fmean(rates):.1f} a minute; waits p50 {nearest_rank(waits, .5):.0f} min, p90 "
-          f"{nearest_rank(waits, .9):.0f} min (kubernetes-sigs/kueue#14477: 536 deep, 9.6 a minute, p50 "
+          f"{statistics.fmean(rates):.1f} a minute; waits p50 {fleet_trace.nearest_rank(waits, .5):.0f} min, p90 "
+          f"{fleet_trace.nearest_rank(waits, .9):.0f} min (kubernetes-sigs/kueue#14477: 536 deep, 9.6 a minute, p50 "
           f"{KUEUE_14477['p50']}, p90 {KUEUE_14477['p90']})")
     print(f"  {'estimator':<18} {'estimates':>9} {'median':>7} {'p90':>7}  of the actual wait (|estimate - start| / "
           "wait)")
@@ -94,7 +54,7 @@ def play(args) -> bool:
     for which in ("first", "every"):
         for name in found[which]:
             errors = fleet_trace.errors(found[which][name])
-            figures[(which, name)] = (nearest_rank(errors, .5), nearest_rank(errors, .9), len(errors))
+            figures[(which, name)] = (fleet_trace.nearest_rank(errors, .5), fleet_trace.nearest_rank(errors, .9), len(errors))
             median, p90, count = figures[(which, name)]
             label = f"{name} ({'first' if which == 'first' else 'every'})"
             print(f"  {label:<28} {count:>9,} {median:>6.1%} {p90:>7.1%}")

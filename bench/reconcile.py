@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import base64
 import copy
 import json
 import os
@@ -94,13 +95,18 @@ def drop_database(name: str) -> None:
 
 
 def environment(database: str, scratch: str, *, eager: bool) -> dict[str, str]:
-    """The settings of every process of the benchmark (the children's through their environment). `eager`: tasks
-    run in-process (this process applies the seed requests); the reconcilers queue theirs to an in-memory broker."""
+    """The settings of every process of the benchmark (the children's through their environment). `eager`: this is
+    the fixture's process, which applies the seed requests in-process, in development mode; the reconcilers run as
+    a worker runs in production (DEBUG off: no query log) and queue their tasks to an in-memory broker. One secret
+    key and one credential key for all, so the reconcilers read the cluster tokens the fixture stored."""
     return {
         "CELERY_TASK_ALWAYS_EAGER": "true" if eager else "false",
+        "DEBUG": "true" if eager else "false",
+        "SECRET_KEY": "bench-reconcile-not-a-secret",
+        "PORTAL_CREDENTIAL_KEYS": os.environ.get("PORTAL_CREDENTIAL_KEYS") or base64.urlsafe_b64encode(
+            os.urandom(32)).decode(),
         "DATABASE_URL": bench_database_url(database),
         "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "DEBUG": os.environ.get("DEBUG", "true"),  # a local benchmark: development mode, explicitly
         "CELERY_BROKER_URL": "memory://localhost/",
         "REDIS_URL": os.environ.get("BENCH_REDIS_URL") or os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14"),
         "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
@@ -248,26 +254,37 @@ def make_requests(count: int, per_request: int, sink, *, cluster_name: str = "gp
 # --- the reconciler's side (child processes) ---------------------------------------------------------------------
 
 
+_STATEMENTS = [0]
+
+
+def _count_statements() -> None:
+    """Count every statement sent to the database, from any thread (the cycle writes from a thread of its own)."""
+    import threading
+
+    from django.db.backends import utils
+
+    lock, original = threading.Lock(), utils.CursorWrapper._execute_with_wrappers
+
+    def counted(self, sql, params, many, executor):
+        with lock:
+            _STATEMENTS[0] += 1
+        return original(self, sql, params, many, executor)
+
+    utils.CursorWrapper._execute_with_wrappers = counted
+
+
 def _counted(func):
     """Run `func`, returning (seconds, database statements sent, its result)."""
-    from django.db import connection
-
-    count = [0]
-
-    def counter(execute, sql, params, many, context):
-        count[0] += 1
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(counter):
-        start = time.perf_counter()
-        result = func()
-        seconds = time.perf_counter() - start
-    return seconds, count[0], result
+    before = _STATEMENTS[0]
+    start = time.perf_counter()
+    result = func()
+    return time.perf_counter() - start, _STATEMENTS[0] - before, result
 
 
 def child_reconcile(database: str, cluster_id: int, rounds: int) -> dict:
     """One reconciler: the first run, the steady run (best of `rounds`), the cycle from the facts kept."""
     setup_django(migrate=False, database=database, scratch=tempfile.mkdtemp(prefix="bench-reconcile-child-"))
+    _count_statements()
     from provisioning.models import Cluster
     from provisioning.reconcile import cluster_status_reconcile, status_reconcile_facts, watch
 

@@ -267,3 +267,9 @@ def errors(rows) -> list[float]:
         found.append(abs((estimate if estimate is not None else read_at) - work.started) /
                      (work.started - work.submitted))
     return found
+
+
+def nearest_rank(values: list[float], share: float) -> float:
+    """The `share` percentile of `values` by nearest rank (0.5: the median, 0.9: p90)."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(share * len(ordered)) - 1, 0)]

@@ -83,15 +83,18 @@ def cluster_queue_quota(cluster_queue: Mapping[str, Any]) -> float:
                if resource.get("name") == GPU)
 
 
-def _hours(gpu_request: GpuRequest | None, team_medians: Mapping[int, float]) -> float | None:
+def _hours(gpu_request: GpuRequest | None, team_medians: Mapping[int | None, float]) -> float | None:
+    """What a queued or admitted workload is expected to run: its request's expected_hours, else its team's median
+    completed run; a workload that is not the portal's, the median completed run of all (key None)."""
     if gpu_request is None:
-        return None
+        return team_medians.get(None)
     said = (gpu_request.answers or {}).get("expected_hours")
-    return float(said) if said else team_medians.get(gpu_request.team_id)
+    return float(said) if said else team_medians.get(gpu_request.team_id, team_medians.get(None))
 
 
-def _finished_runs() -> tuple[dict[int, list[tuple[float, float]]], dict[int, float]]:
-    """Per team: (expected hours, actual hours) of its most recent completed runs, and its median actual hours."""
+def _finished_runs() -> tuple[dict[int, list[tuple[float, float]]], dict[int | None, float]]:
+    """Per team: (expected hours, actual hours) of its most recent completed runs, and its median actual hours (all
+    teams': key None)."""
     rows = RequestWait.objects.filter(actual_start__isnull=False, request__status=RequestStatus.COMPLETED).values_list(
         "request__team_id", "request__answers", "actual_start", "request__status_changed_at",
     ).order_by("-request__status_changed_at")[:FINISHED_RUNS]  # fmt: skip
@@ -105,7 +108,10 @@ def _finished_runs() -> tuple[dict[int, list[tuple[float, float]]], dict[int, fl
         said = (answers or {}).get("expected_hours")
         if said:
             runs.setdefault(team_id, []).append((float(said), hours))
-    return runs, {team_id: statistics.median(values) for team_id, values in lengths.items()}
+    medians: dict[int | None, float] = {team_id: statistics.median(values) for team_id, values in lengths.items()}
+    if lengths:
+        medians[None] = statistics.median(hours for values in lengths.values() for hours in values)
+    return runs, medians
 
 
 def queue_wait_refresh(*, cluster: Cluster, now: datetime.datetime | None = None) -> set[int]:
@@ -157,9 +163,13 @@ def _queue_readings(*, name: str, quota: float, items: list[dict], by_name: dict
     for item in items:
         meta = item.get("metadata") or {}
         workload = by_name.get((meta.get("namespace"), meta.get("name")))
-        request_id = workload_request_id(workload) if workload else None
-        if workload is None or request_id is None:
-            continue  # not the portal's: it still takes its place in the order below
+        if workload is None:
+            continue  # gone since the queue was read
+        request_id = workload_request_id(workload)
+        if request_id is None:  # not the portal's: it still takes its place, and its quota, in the order
+            queue.append(queue_eta.Queued(("other", meta.get("namespace"), meta.get("name")), "",
+                                          workload_gpus(workload), _hours(None, team_medians)))
+            continue
         workload_of[request_id] = (workload, item)
         queue.append(queue_eta.Queued(request_id, team(request_id), workload_gpus(workload),
                                       _hours(requests.get(request_id), team_medians)))
@@ -179,7 +189,6 @@ def _queue_readings(*, name: str, quota: float, items: list[dict], by_name: dict
                for n, w in enumerate(sorted(created, key=lambda w: w["metadata"].get("creationTimestamp") or ""))
                if (_moment(w["metadata"].get("creationTimestamp")) or now) >= now - ARRIVALS_OVER
                and (w.get("spec") or {}).get("queueName")]
-    # A queue item that is not the portal's still holds its place: played forward without a team of ours.
     estimates = queue_eta.estimate_queue(
         now=now, quota=quota, queue=queue, admitted=held, startup=datetime.timedelta(
             seconds=statistics.median(delays) if delays else 0),

@@ -10,14 +10,17 @@ cycle holds beside the pods' facts (`store.PodStore`) does not grow with the clu
 """
 from __future__ import annotations
 
+import functools
 import logging
+import queue
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 
 from intake import events
 from intake.choices import RequestStatus, WorkloadClass
@@ -142,11 +145,20 @@ def status_reconcile_facts(*, cluster: Cluster, facts: Mapping[int, Sequence[Pod
     outcome = CycleOutcome(pods=sum(counts.values()))
     release_after = {workload_class: t.release_after for workload_class, t in thresholds.items()}
     reconciled = 0
-    for requests in _active_chunks(cluster, request_ids):
-        outcome.requests += len(requests)
-        reconciled += sum(counts.get(r.pk, 0) for r in requests)
-        _chunk_reconcile(requests, facts, stalls, thresholds, release_after, cluster=cluster, now=now,
-                         outcome=outcome)
+    # A chunk's writes go to the database while the next chunk is assessed (`ChunkWriter`).
+    with ChunkWriter(pipelined=not transaction.get_connection().in_atomic_block) as writer:
+        for requests in _active_chunks(cluster, request_ids):
+            outcome.requests += len(requests)
+            reconciled += sum(counts.get(r.pk, 0) for r in requests)
+            assessments = _assess_chunk(requests, facts, stalls, thresholds, now)
+            chunk_stalls = {r.pk: stalls.pop(r.pk, None) for r in requests}
+            writer.submit(functools.partial(_chunk_write, requests, assessments, chunk_stalls, release_after,
+                                            cluster=cluster, now=now))
+    for part in writer.outcomes:
+        outcome.events += part.events
+        outcome.transitions.extend(part.transitions)
+        outcome.stalls_opened += part.stalls_opened
+        outcome.stalls_closed += part.stalls_closed
     outcome.ignored_pods = outcome.pods - reconciled
     # Open stalls left over belong to requests no longer reconciled here (cancelled, or finished elsewhere).
     if request_ids is None and stalls:
@@ -154,23 +166,22 @@ def status_reconcile_facts(*, cluster: Cluster, facts: Mapping[int, Sequence[Pod
     return outcome
 
 
-def _chunk_reconcile(requests: list[GpuRequest], facts: Mapping[int, Sequence[PodFact]],
-                     stalls: dict[int, GangStall], thresholds: dict[str, Thresholds],
-                     release_after: dict[str, timedelta | None], *, cluster: Cluster, now: datetime,
-                     outcome: CycleOutcome) -> None:
-    """Assess a chunk of requests, record their new events (two queries), then write the ones that change."""
-    assessments: dict[int, Assessment] = {}
-    for gpu_request in requests:
-        assessments[gpu_request.pk] = assess(
-            facts.get(gpu_request.pk, ()), _context(gpu_request, stalls.get(gpu_request.pk)),
-            thresholds[gpu_request.workload_class], now,
-        )  # fmt: skip
-    outcome.events += events.events_cluster_record(
+def _assess_chunk(requests: list[GpuRequest], facts: Mapping[int, Sequence[PodFact]], stalls: dict[int, GangStall],
+                  thresholds: dict[str, Thresholds], now: datetime) -> dict[int, Assessment]:
+    return {gpu_request.pk: assess(facts.get(gpu_request.pk, ()), _context(gpu_request, stalls.get(gpu_request.pk)),
+                                   thresholds[gpu_request.workload_class], now) for gpu_request in requests}
+
+
+def _chunk_write(requests: list[GpuRequest], assessments: dict[int, Assessment], stalls: dict[int, GangStall | None],
+                 release_after: dict[str, timedelta | None], *, cluster: Cluster, now: datetime) -> CycleOutcome:
+    """Record a chunk's new events (two queries), then write the requests that change."""
+    outcome = CycleOutcome()
+    outcome.events = events.events_cluster_record(
         items=((e.request_id, e.key, e.reason, e.text) for a in assessments.values() for e in a.events)
     )
     _pods_missing_update(requests, assessments)
 
-    writes = [(r, assessments[r.pk], stalls.pop(r.pk, None)) for r in requests]
+    writes = [(r, assessments[r.pk], stalls.get(r.pk)) for r in requests]
     writes = [(r, a, stall) for r, a, stall in writes if _needs_write(a, stall)]
     # Requests that change are written in batches, one transaction (one commit) per batch, so row locks are held
     # briefly, and in a few statements per batch whatever its size: first the status changes (the batch form of
@@ -190,6 +201,53 @@ def _chunk_reconcile(requests: list[GpuRequest], facts: Mapping[int, Sequence[Po
         outcome.transitions.extend((r.pk, a.current, a.target) for r, a, _ in live if a.changed)
         outcome.stalls_opened += opened
         outcome.stalls_closed += closed
+    return outcome
+
+
+class ChunkWriter:
+    """Runs the chunks' writes in order: in a thread of its own (its own database connection) when `pipelined`,
+    so that the database inserts a chunk's events and changes its requests while this thread assesses the next
+    chunk; in this thread otherwise. Not pipelined inside a caller's transaction: the writer's connection would not
+    see what that transaction has not committed. A failed write stops the writing, and is raised on exit."""
+
+    def __init__(self, *, pipelined: bool) -> None:
+        self.pipelined = pipelined
+        self.outcomes: list[CycleOutcome] = []
+        self._work: queue.Queue = queue.Queue(maxsize=1)  # one chunk written while the next is assessed
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> ChunkWriter:
+        if self.pipelined:
+            self._thread = threading.Thread(target=self._run, name="reconcile-writer", daemon=True)
+            self._thread.start()
+        return self
+
+    def submit(self, write) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._thread is None:
+            self.outcomes.append(write())
+        else:
+            self._work.put(write)
+
+    def _run(self) -> None:
+        try:
+            while (write := self._work.get()) is not None:
+                if self._error is None:
+                    try:
+                        self.outcomes.append(write())
+                    except BaseException as exc:  # noqa: BLE001 - raised in the submitting thread
+                        self._error = exc
+        finally:
+            connections.close_all()  # this thread's connections only
+
+    def __exit__(self, *exc_info) -> None:
+        if self._thread is not None:
+            self._work.put(None)
+            self._thread.join()
+        if self._error is not None and exc_info[0] is None:
+            raise self._error
 
 
 def _pods_missing_update(requests: list[GpuRequest], assessments: dict[int, Assessment]) -> None:

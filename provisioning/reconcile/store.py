@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +22,7 @@ from .facts import PodFact, pod_fact, request_id_of
 _UNIQUE_FIELDS = frozenset({"uid", "name", "raw_finished_at", "unschedulable_since"})
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per dataclass, the fields whose values may be shared
 _DATACLASSES: dict[type, bool] = {}
+_LEAVES = frozenset({type(None), bool, int, float, datetime})  # values never shared nor looked into
 
 
 def _holds_facts(kind: type) -> bool:
@@ -99,6 +101,8 @@ class PodStore(Mapping[int, list[PodFact]]):
             kind_of_value = type(value)
             if kind_of_value is str or kind_of_value is Decimal:
                 object.__setattr__(fact, name, shared.setdefault(value, value))
+            elif kind_of_value in _LEAVES:
+                continue
             elif kind_of_value is tuple:
                 for item in value:
                     if _holds_facts(type(item)):
