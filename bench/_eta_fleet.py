@@ -77,13 +77,53 @@ def verdict(what: str, baseline: str, measured: str, ok: bool) -> bool:
     return ok
 
 
+def queue_clones(fake, team, engineer, approver, *, count: int) -> None:
+    """`count` gangs queued through Kueue: the first submitted, approved and applied by the real services, the
+    others its clones (their rows in bulk, their Jobs copied from the first's as applied, with their own names,
+    labels and uids), so that 500 cost seconds rather than the hour the fake API server takes to serve 500
+    applies as it fills."""
+    import copy
+    import uuid
+
+    from intake.models import GpuRequest
+    from intake.services import request_approve, request_submit
+    from kubesim import eta, kueue
+    from provisioning.models import ProvisioningJob
+
+    answers = {**eta.TRAINING, "gpus_per_replica": 8, "replicas": 2, "expected_hours": 0.5}
+    first = request_submit(user=engineer, team=team, name="queued-0000", raw_answers=answers)
+    request_approve(user=approver, request_id=first.pk, comment="queued")
+    first.refresh_from_db()
+    job = next(j for j in fake.find("batch/v1", "Job") if (j["metadata"].get("labels") or {}).get(
+        "gpu-portal.io/request-id") == str(first.pk))
+    fields = ["answers", "defaulted_answers", "decision", "policy_version_id", "rule_key", "workload_class",
+              "strategy", "status", "status_changed_at"]
+    clones = GpuRequest.objects.bulk_create([GpuRequest(
+        team=team, name=f"queued-{n:04d}", requested_by=engineer,
+        **{f: getattr(first, f) for f in fields} | {"answers": {**first.answers, "expected_hours": 0.5 + n % 4 / 2}})
+        for n in range(1, count)])
+    ProvisioningJob.objects.bulk_create([ProvisioningJob(request=clone, cluster_id=first.provisioning_jobs.first()
+                                                         .cluster_id, kind="apply", status="succeeded")
+                                         for clone in clones])
+    for clone in clones:
+        copied = copy.deepcopy(job)
+        meta = copied["metadata"]
+        for labels in (meta.setdefault("labels", {}), copied["spec"]["template"]["metadata"].setdefault("labels", {})):
+            labels["gpu-portal.io/request-id"] = str(clone.pk)
+        name = meta["name"].replace(f"-r{first.pk}", f"-r{clone.pk}")
+        meta.update(name=name if name != job["metadata"]["name"] else f"{name}-{clone.pk}", uid=str(uuid.uuid4()))
+        for key in ("resourceVersion", "creationTimestamp", "managedFields", "generation"):
+            meta.pop(key, None)
+        copied.pop("status", None)
+        kueue.workload_for(fake, fake.put(copied))
+
+
 def explain(args) -> bool:
     """--pending requests queued through Kueue on the simulated cluster, their waits refreshed at once."""
     from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from intake.services import request_approve, request_submit
     from kubesim import eta, kueue
     from kubesim.server import FakeKubeAPI
     from portal import celery_app
@@ -113,10 +153,7 @@ def explain(args) -> bool:
                      fake.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "kueue", stdout=StringIO())
         cluster = Cluster.objects.get(name="gpu-east")
         made = time.perf_counter()
-        for n in range(args.pending + 2):  # two fill the ClusterQueue's 40 GPUs, the rest wait
-            answers = {**eta.TRAINING, "gpus_per_replica": 8, "replicas": 2, "expected_hours": 0.5 + n % 4 / 2}
-            gpu_request = request_submit(user=engineer, team=team, name=f"queued-{n:04d}", raw_answers=answers)
-            request_approve(user=approver, request_id=gpu_request.pk, comment="queued")
+        queue_clones(fake, team, engineer, approver, count=args.pending + 2)  # two fill the 40 GPUs, the rest wait
         kueue.step(fake)
         made = time.perf_counter() - made
         best, queries, stored = None, 0, set()

@@ -234,25 +234,22 @@ def queue_basis_words(start: queue_eta.Start | None, *, now: datetime.datetime) 
 
 @transaction.atomic
 def _store_many(readings: Mapping[int, Mapping[str, Any]], *, now: datetime.datetime) -> None:
-    """Store many readings at once (two statements): the same record `provisioning.waits` keeps for one, the
-    first estimate kept."""
-    existing = {r.request_id: r for r in RequestWait.objects.select_for_update(no_key=True).filter(
-        request_id__in=list(readings))}
-    changed, made = [], []
+    """Store many readings at once: the same record `provisioning.waits` keeps for one, the first estimate kept.
+    Two statements: the first estimates already given, then one upsert (INSERT ... ON CONFLICT DO UPDATE) of all
+    the readings."""
+    first = {request_id: (estimate, at) for request_id, estimate, at in RequestWait.objects.filter(
+        request_id__in=list(readings), first_estimate__isnull=False).values_list(
+        "request_id", "first_estimate", "first_estimated_at")}
+    rows = []
     for request_id, reading in readings.items():
-        record = existing.get(request_id) or RequestWait(request_id=request_id, checked_at=now)
-        record.checked_at, record.read_error, record.waiting = now, "", True
-        for key, value in reading.items():
-            setattr(record, key, value)
-        if record.first_estimate is None and record.estimated_start is not None:
-            record.first_estimate, record.first_estimated_at = record.estimated_start, now
-        (changed if record.pk else made).append(record)
-    fields = ["checked_at", "read_error", "waiting", "blockers", "unblock", "missing_members", "queue_position",
-              "estimated_start", "estimate_basis", "first_estimate", "first_estimated_at"]
-    if changed:
-        RequestWait.objects.bulk_update(changed, fields, batch_size=500)
-    if made:
-        RequestWait.objects.bulk_create(made, batch_size=500)
+        record = RequestWait(request_id=request_id, checked_at=now, read_error="", waiting=True, **reading)
+        record.first_estimate, record.first_estimated_at = first.get(
+            request_id, (record.estimated_start, now) if record.estimated_start is not None else (None, None))
+        rows.append(record)
+    RequestWait.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["request"],
+                                    update_fields=["checked_at", "read_error", "waiting", "blockers", "unblock",
+                                                   "missing_members", "queue_position", "estimated_start",
+                                                   "estimate_basis", "first_estimate", "first_estimated_at"])
 
 
 def kueue_clusters() -> Iterable[Cluster]:
