@@ -75,9 +75,11 @@ class RunTimes:
         events = [actual / expected for expected, actual in finished if expected and expected > 0 and actual >= 0]
         censored = [ran / expected for expected, ran in running if expected and expected > 0 and ran >= 0]
         if len(events) < MIN_RUNS_FOR_RATIO:
-            self.values, self.survival = (fallback.values, fallback.survival) if fallback else ([], [])
+            self.values, self.survival, self.longest = (
+                (fallback.values, fallback.survival, fallback.longest) if fallback else ([], [], 0.0))
         else:
             self.values, self.survival = _kaplan_meier(events, censored)
+            self.longest = max(events + censored)  # the longest run seen, ended or still going
 
     def ratios_beyond(self, ran: float = 0.0, slices: int = SLICES) -> tuple[float, ...]:
         """The ratio of a run known to have run at least `ran` (0: any run), as `slices` equally likely values: the
@@ -102,7 +104,8 @@ class RunTimes:
                 else:
                     low = middle + 1
             index = low
-            found.append(self.values[index] if index < len(self.values) else max(self.values[-1], ran) * 1.1)
+            # Beyond the last run that ended (runs still going hold the rest): a tenth beyond the longest seen.
+            found.append(self.values[index] if index < len(self.values) else max(self.longest, ran) * 1.1)
         return tuple(found)
 
     def hours(self, expected: float | None) -> tuple[float, ...] | None:
