@@ -4,8 +4,14 @@ what held it, the estimate's basis, the first estimate, the actual start and the
 the median and 90th-percentile absolute error in minutes.
 
     python bench/eta.py [--step-seconds 30] [--verbose]
+    python bench/eta.py --trace fleet [--nodes 1300] [--seed 14477] [--pending 500] [--rounds 3]
 
-Uses its own database (`portal_bench` on the server of DATABASE_URL, or BENCH_DATABASE; dropped and created
+With `--trace fleet`, start estimates at fleet scale instead (bench/_eta_fleet.py): a trace shaped like
+kubernetes-sigs/kueue#14477 on a simulated 1,300-node Kueue fleet, every estimate of the portal's estimator and of
+queue depth divided by throughput compared with the actual start, then the wait explanations of --pending requests
+queued on the simulated cluster refreshed at once; each goal printed with OK or NOT met.
+
+Uses its own database (`portal_bench_eta` on the server of DATABASE_URL, or BENCH_DATABASE; dropped and created
 afresh) and a fake Kubernetes API server on a free loopback port. The clock is simulated, so the figures do not
 depend on the machine's load; the wall time printed at the end does.
 """
@@ -20,6 +26,8 @@ from io import StringIO
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("BENCH_DATABASE", "portal_bench_eta")
 from _db import drop_database, setup_django  # noqa: E402
 
 
@@ -27,13 +35,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-seconds", type=float, default=30.0, help="simulated seconds per step (30)")
     parser.add_argument("--verbose", action="store_true", help="print each submission")
+    parser.add_argument("--trace", choices=["scenario", "fleet"], default="scenario",
+                        help="scenario: the two-request scenario of kubesim/eta.py; fleet: the fleet-scale trace")
+    parser.add_argument("--nodes", type=int, default=1300, help="--trace fleet: GPU nodes of the fleet")
+    parser.add_argument("--seed", type=int, default=14477, help="--trace fleet: the trace's random seed")
+    parser.add_argument("--pending", type=int, default=500, help="--trace fleet: requests queued for the "
+                        "explanations; 0 skips them")
+    parser.add_argument("--rounds", type=int, default=3, help="--trace fleet: refreshes timed, best kept")
     args = parser.parse_args()
     os.environ.setdefault("PORTAL_OUTBOUND_ALLOWED_NETWORKS", "127.0.0.0/8")  # the fake API server is on loopback
+    if args.trace == "fleet":
+        sys.exit(fleet(args))
     setup_django()
     try:
         report(args)
     finally:
         drop_database()
+
+
+def fleet(args) -> int:
+    import _eta_fleet
+
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (the trace's clock is simulated: its "
+          "figures do not depend on it)")
+    ok = _eta_fleet.play(args)
+    if args.pending:
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+        setup_django()
+        try:
+            ok &= _eta_fleet.explain(args)
+        finally:
+            drop_database()
+    return 0 if ok else 1
 
 
 def report(args) -> None:

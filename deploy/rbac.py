@@ -104,6 +104,10 @@ RULES: tuple[Rule, ...] = (
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Kueue admission check: list and watch Workloads in every namespace.",
          ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
+    Rule("Why queued requests wait (provisioning/queue_waits.py): the ClusterQueues' GPU quota.",
+         ("list",), ("kueue.x-k8s.io",), ("clusterqueues",)),
+    Rule("Why queued requests wait: each ClusterQueue's pending workloads in Kueue's order (its visibility API).",
+         ("get",), ("visibility.kueue.x-k8s.io",), ("clusterqueues/pendingworkloads",)),
     Rule("Kueue admission check: the check's Active condition and the portal's entry in Workloads' "
          "status.admissionChecks (merge patch of the status subresource).",
          ("patch",), ("kueue.x-k8s.io",), ("admissionchecks/status", "workloads/status")),

@@ -169,6 +169,8 @@ MEANINGS: dict[str, dict[str, str]] = {
                                        "below the interval)"},
     "PORTAL_RECONCILE_RELIST_SECONDS": {"section": "reconcile", "meaning": "a fresh LIST of the pods at least this "
                                         "often, whatever the watch says"},
+    "PORTAL_RECONCILE_LIST_PAGE_SIZE": {"section": "reconcile", "meaning": "pods per page of that LIST (`limit`); a "
+                                        "worker holds one decoded page at a time"},
     "PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "image pull failures "
                                                        "tolerated this long before the request fails"},
     "PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "a request without any pod "

@@ -410,6 +410,8 @@ PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECO
 PORTAL_ADMISSION_SYNC_SECONDS = float(os.environ.get("PORTAL_ADMISSION_SYNC_SECONDS", "15"))
 # A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
+# Pods per page of that LIST (client-go's default page size): a worker holds one decoded page at a time.
+PORTAL_RECONCILE_LIST_PAGE_SIZE = int(os.environ.get("PORTAL_RECONCILE_LIST_PAGE_SIZE", "500"))
 # A pod that cannot pull its image for this long fails its request (and its objects are removed).
 PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(
     os.environ.get("PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS", "600")

@@ -180,10 +180,39 @@ def request_wait_refresh(request_id: int) -> str:
 
 @shared_task(name="provisioning.wait_refresh_all")
 def wait_refresh_all() -> int:
-    """Beat: one request_wait_refresh per waiting request (and per running one whose start is not recorded)."""
+    """Beat: one queue_wait_refresh per Kueue cluster (its whole queue at once), one request_wait_refresh per other
+    waiting request (and per running one whose start is not recorded)."""
+    from .queue_waits import kueue_clusters, on_clusters
     from .waits import refresh_candidates
 
+    clusters = list(kueue_clusters())
+    for cluster in clusters:
+        queue_wait_refresh.delay(cluster.pk)
     ids = refresh_candidates()
+    queued = on_clusters(ids, [c.name for c in clusters])
     for request_id in ids:
-        request_wait_refresh.delay(request_id)
+        if request_id not in queued:
+            request_wait_refresh.delay(request_id)
     return len(ids)
+
+
+@shared_task(name="provisioning.queue_wait_refresh", acks_late=True, soft_time_limit=60, time_limit=90)
+def queue_wait_refresh(cluster_id: int) -> str:
+    """Read and store why the requests queued in one Kueue cluster wait, the whole queue at once; its other waiting
+    requests (a stalled gang, a single pod, a running one whose start is not recorded) one by one. A cluster that
+    cannot be read: each of its requests one by one, which records the error on its reading."""
+    from .kube.errors import KubeError
+    from .models import Cluster
+    from .queue_waits import on_clusters
+    from .queue_waits import queue_wait_refresh as refresh
+    from .waits import refresh_candidates
+
+    cluster = Cluster.objects.get(pk=cluster_id)
+    try:
+        done = refresh(cluster=cluster)
+    except KubeError:
+        done = set()
+    rest = [pk for pk in on_clusters(refresh_candidates(), [cluster.name]) if pk not in done]
+    for request_id in sorted(rest):
+        request_wait_refresh.delay(request_id)
+    return f"{len(done)} queued, {len(rest)} one by one"

@@ -19,7 +19,7 @@ import attrs
 import kmock
 from kmock._internal import apps, parsing, rendering
 
-from kubesim import apimachinery
+from kubesim import apimachinery, paging
 from kubesim.resources import CUSTOM_RESOURCES, ServedResource, builtin_resources
 from kubesim.server import protobuf
 from kubesim.server.discovery import DiscoveryMixin
@@ -48,6 +48,7 @@ class KubeEmulator(DiscoveryMixin, OpenAPIMixin, VisibilityMixin, ReadsMixin, Wr
 
     _served: dict[kmock.resource, ServedResource] = attrs.field(factory=dict, init=False)
     _last_resource_version: int = attrs.field(default=0, init=False)
+    _compacted: int = attrs.field(default=0, init=False)  # history before this revision is gone (kubesim/paging.py)
     _events: list[StoredEvent] = attrs.field(factory=list, init=False)
     _new_events: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     # Wall-clock arrival time of each request in `_requests`, same index (comparable across processes).
@@ -180,7 +181,10 @@ class KubeEmulator(DiscoveryMixin, OpenAPIMixin, VisibilityMixin, ReadsMixin, Wr
         if method == "GET" and name is None:
             if go_bool(request.params.get("watch")):
                 return await self._watch(request, served)
-            return self._reply_read(request, served, self._list(request, served))
+            try:
+                return self._reply_read(request, served, self._list(request, served))
+            except paging.Expired as exc:
+                return reply(paging.expired_status(exc), 410)
         if method == "GET":
             return self._reply_read(request, served, self._read(served, request.namespace, name))
         if method == "POST" and name is None:

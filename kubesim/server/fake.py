@@ -169,6 +169,10 @@ class FakeKubeAPI:
     def remove(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self._call(self.emulator.remove, api_version, kind, name, namespace)
 
+    def compact(self, revision: int | None = None) -> int:
+        """Compact the history (kubesim/paging.py): older continue tokens and watches get 410 Expired."""
+        return self._call(self.emulator.compact, revision)
+
     def install(self, *served: ServedResource) -> None:
         """Serve more resources (e.g. `resources_from_crd(crd)`), as installing CRDs does."""
         for resource in served:

@@ -1,6 +1,7 @@
 """Reads: GET of one object, LIST and WATCH with label and field selectors.
 
-LIST answers every matching object in one page with the store's current resourceVersion; WATCH sends the current
+LIST answers the matching objects with the store's current resourceVersion, in pages when asked (`limit`/`continue`,
+each list one snapshot; compacted history answers 410 Expired: kubesim/paging.py); WATCH sends the current
 objects as ADDED (no resourceVersion, or "0") or the events after a given resourceVersion, then live events until
 `timeoutSeconds`. An object entering or leaving a watcher's selection is ADDED or DELETED to it, as on a real
 server.
@@ -8,6 +9,7 @@ server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import aiohttp.web
 from kmock._internal import rendering
 
-from kubesim import apimachinery
+from kubesim import apimachinery, paging
 from kubesim.resources import ServedResource
 from kubesim.server.http import bad_request, not_found, reply
 from kubesim.server.store import StoredEvent
@@ -51,10 +53,30 @@ class ReadsMixin:
 
     def _list(self, request: rendering.Request, served: ServedResource) -> dict[str, Any]:
         selected = self._selection(request, served)
-        items = [obj for _, obj in self._live_items(served) if selected(obj)]
+        try:
+            page = paging.list_page(
+                request.params, current=self._last_resource_version, compacted=self._compacted,
+                items_at=functools.partial(self._items_at, served), selected=selected,
+                has_selector=bool(request.params.get("labelSelector") or request.params.get("fieldSelector")))
+        except paging.InvalidList as exc:
+            raise bad_request(str(exc)) from None
+        items = page.items
         if not served.custom:  # real servers leave TypeMeta off the items of built-in kinds
             items = [{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} for obj in items]
-        return self._list_body(served, items)
+        return {**self._list_body(served, items), "metadata": page.metadata()}
+
+    def _items_at(self, served: ServedResource, revision: int) -> list[paging.Keyed]:
+        """The resource's objects as they were at `revision` (now, or rewound through the events since)."""
+        items = [(paging.object_key(obj), obj) for _, obj in self._live_items(served)]
+        changes = [] if revision >= self._last_resource_version else [
+            (e.type, paging.object_key(e.new), e.old, e.new) for e in self._events
+            if e.resource == served.key and e.resource_version > revision]
+        return paging.rewind(items, changes)
+
+    def compact(self, revision: int | None = None) -> int:
+        """Forget the history up to `revision` (default: now), as etcd's compaction does; returns it."""
+        self._compacted = max(self._compacted, self._last_resource_version if revision is None else revision)
+        return self._compacted
 
     def _list_body(self, served: ServedResource, items: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -85,6 +107,10 @@ class ReadsMixin:
     ) -> AsyncIterator[dict[str, Any]]:
         """Events after resourceVersion `since` (or ADDED for what exists now), until `timeout` seconds pass."""
         deadline = asyncio.get_running_loop().time() + timeout
+        expired = paging.watch_expired(int(since), self._compacted) if since not in (None, "0") else None
+        if expired:
+            yield expired
+            return
         if since in (None, "0"):
             cursor = len(self._events)
             for _, obj in self._live_items(served):

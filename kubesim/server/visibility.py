@@ -18,17 +18,15 @@ class VisibilityMixin:
         highest priority first, then oldest, with positions counted from 0; a LocalQueue's answer keeps only its own
         (positionInClusterQueue still counts the whole ClusterQueue)."""
         local_queues = {(q["metadata"].get("namespace"), q["metadata"]["name"]): (q.get("spec") or {}).get(
-            "clusterQueue") for _, q in self._live_items() if q.get("apiVersion", "").startswith("kueue.x-k8s.io/")
-            and q.get("kind") == "LocalQueue"}
+            "clusterQueue") for q in self._kueue_objects("LocalQueue")}
         if request.resource.plural == "localqueues":
             cluster_queue = local_queues.get((request.namespace, request.name))
         else:
             cluster_queue = request.name if any(cq == request.name for cq in local_queues.values()) else None
         if cluster_queue is None:
             raise api_error(404, "NotFound", f'{request.resource.plural[:-1]} "{request.name}" not found')
-        pending = [w for _, w in self._live_items() if w.get("kind") == "Workload"
-                   and w.get("apiVersion", "").startswith("kueue.x-k8s.io/")
-                   and local_queues.get((w["metadata"].get("namespace"), (w.get("spec") or {}).get("queueName")))
+        pending = [w for w in self._kueue_objects("Workload")
+                   if local_queues.get((w["metadata"].get("namespace"), (w.get("spec") or {}).get("queueName")))
                    == cluster_queue and not any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
                                                 for c in (w.get("status") or {}).get("conditions") or ())]
         pending.sort(key=lambda w: (-int((w.get("spec") or {}).get("priority") or 0),
@@ -51,3 +49,7 @@ class VisibilityMixin:
         return {"kind": "PendingWorkloadsSummary", "apiVersion": f"{KUEUE_VISIBILITY}/v1beta2",
                 "metadata": {"creationTimestamp": None}, "items": items}
 
+    def _kueue_objects(self, kind: str) -> list[dict[str, Any]]:
+        """The stored Kueue objects of one kind, every served version (not a copy of every object of the store)."""
+        return [obj for served in self._served.values() if served.group == "kueue.x-k8s.io" and served.kind == kind
+                for _, obj in self._live_items(served)]

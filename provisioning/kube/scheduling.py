@@ -40,3 +40,19 @@ def pending_workloads(kube: KubeClient, *, namespace: str, local_queue: str) -> 
     with kube_errors(f"read pending workloads of {namespace}/{local_queue}"):
         answer = kube.dynamic.request("get", path, serializer=raw)
     return list((answer or {}).get("items") or ())
+
+
+def list_cluster_queues(kube: KubeClient) -> list[dict[str, Any]]:
+    """Every Kueue ClusterQueue (cluster-scoped)."""
+    resource = kube.resource("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+    with kube_errors("list Kueue ClusterQueues"):
+        listed = kube.dynamic.get(resource, serializer=raw)
+    return list(listed.get("items") or ())
+
+
+def cluster_queue_pending(kube: KubeClient, *, cluster_queue: str) -> list[dict[str, Any]]:
+    """A ClusterQueue's pending workloads, in Kueue's order, with their positions (the whole queue, every team's)."""
+    path = f"{VISIBILITY}/clusterqueues/{cluster_queue}/pendingworkloads"
+    with kube_errors(f"read pending workloads of ClusterQueue {cluster_queue}"):
+        answer = kube.dynamic.request("get", path, serializer=raw)
+    return list((answer or {}).get("items") or ())

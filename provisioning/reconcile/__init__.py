@@ -3,9 +3,9 @@ database and cluster side that applies it.
 
 The pure part imports nothing from Django (tests/provisioning/reconcile/test_purity.py):
 - `facts`: pods -> facts; `rules`: facts -> the status, plain-words events and the state of a gang;
-  `words`: what a pod's state says, in plain words.
+  `words`: what a pod's state says, in plain words; `store`: a cluster's pods kept as their facts, by request.
 The Django part:
-- `cycle`: one cycle, `status_reconcile(cluster=, pods=, now=)`; `stalls`: stalled-gang records, in bulk;
+- `cycle`: one cycle, `status_reconcile(cluster=, pods=, now=)` (or `status_reconcile_facts`); `stalls`: stalled-gang records, in bulk;
 - `notifications`: stalled-gang notices, queued once and delivered once;
 - `watch`: the per-cluster list/watch loop, `cluster_status_reconcile(cluster_id=)`, and beat's fan-out.
 
@@ -29,12 +29,14 @@ from .rules import (
     equivalents_words,
     gang_state,
 )
+from .store import PodStore
 from .words import PlainEvent, pod_events
 
 _DJANGO_SIDE = {
     "CycleOutcome": "cycle",
     "gang_thresholds": "cycle",
     "status_reconcile": "cycle",
+    "status_reconcile_facts": "cycle",
     "PermanentDeliveryError": "notifications",
     "TransientDeliveryError": "notifications",
     "gang_notification_deliver": "notifications",
@@ -44,7 +46,6 @@ _DJANGO_SIDE = {
     "gang_notify_many": "notifications",
     "StallNotice": "notifications",
     "stalls_write": "stalls",
-    "PodCache": "watch",
     "RunOutcome": "watch",
     "cluster_status_reconcile": "watch",
     "status_reconcile_all": "watch",
@@ -66,7 +67,7 @@ __all__ = [
     "PendingPod",
     "PermanentDeliveryError",
     "PlainEvent",
-    "PodCache",
+    "PodStore",
     "PodFact",
     "RequestContext",
     "RunOutcome",
@@ -90,5 +91,6 @@ __all__ = [
     "request_id_of",
     "status_reconcile",
     "status_reconcile_all",
+    "status_reconcile_facts",
     "stalls_write",
 ]

@@ -1,6 +1,9 @@
-"""The reconciliation loop of one cluster (Celery beat): LIST the portal's pods (first run, fallback) or resume the
-watch from where the last run stopped, reconcile, then WATCH for a bounded time, reconciling the requests whose
-pods changed. A Redis lock per cluster keeps two workers from reconciling the same cluster at once."""
+"""The reconciliation loop of one cluster (Celery beat), as a Kubernetes controller reads: LIST the portal's pods
+a page at a time into a store of their facts (first run, every `PORTAL_RECONCILE_RELIST_SECONDS`, and after any
+watch failure), or resume the watch from the resourceVersion where the last run stopped; reconcile; then WATCH for
+a bounded time, reconciling the requests whose pods changed. A watch from a compacted resourceVersion (410 Gone)
+and a LIST whose continue token expired midway both list again (kubernetes/client-go tools/cache/reflector.go).
+A Redis lock per cluster keeps two workers from reconciling the same cluster at once."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -21,11 +23,12 @@ from ..choices import ReconcileStatus
 from ..kube.client import KubeClient
 from ..kube.connection import cluster_connection
 from ..kube.errors import KubeError
-from ..kube.reads import list_pods_snapshot, watch_pods
+from ..kube.reads import is_expired, pod_pages, watch_pods
 from ..contract import MANAGED_BY, MANAGED_BY_KEY
 from ..models import Cluster, ClusterReconcileState
-from .cycle import CycleOutcome, status_reconcile
-from .facts import request_id_of
+from .cycle import CycleOutcome, status_reconcile_facts
+from .pod_fields import PodFields
+from .store import PodStore
 
 logger = logging.getLogger(__name__)
 
@@ -36,40 +39,13 @@ WATCH_FLUSH_SECONDS = 2.0
 CATCH_UP_SECONDS = 1
 
 
-@dataclass
-class PodCache:
-    """What one worker process knows of a cluster's pods: the last LIST plus the watch events since, by uid."""
-
-    resource_version: str
-    pods: dict[str, dict[str, Any]]
-    listed_at: float  # time.monotonic()
-
-    def apply(self, event_type: str, pod: dict[str, Any]) -> int | None:
-        """Fold one watch event in; returns the request id whose pods changed (None for other pods)."""
-        meta = pod.get("metadata") or {}
-        self.resource_version = meta.get("resourceVersion") or self.resource_version
-        if event_type == "BOOKMARK":
-            return None
-        uid = meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"
-        previous = self.pods.get(uid)
-        if event_type == "DELETED":
-            self.pods.pop(uid, None)
-        else:
-            self.pods[uid] = pod
-        request_id = request_id_of(pod, settings.PORTAL_LABEL_DOMAIN)
-        if request_id is None and previous is not None:
-            request_id = request_id_of(previous, settings.PORTAL_LABEL_DOMAIN)
-        return request_id
-
-    def pods_of(self, request_ids: set[int]) -> list[dict[str, Any]]:
-        domain = settings.PORTAL_LABEL_DOMAIN
-        return [p for p in self.pods.values() if request_id_of(p, domain) in request_ids]
-
-
-# Per worker process, per cluster id. A run resumes from it only if the database says the last run of the cluster
-# (by any worker) ended where this cache ends; otherwise it lists again.
-_POD_CACHES: dict[int, PodCache] = {}
-_CACHES_LOCK = threading.Lock()
+# Per worker process, per cluster id: the pods' facts from the last LIST and the watch events since. A run resumes
+# from it only if the database says the last run of the cluster (by any worker) ended where this store ends;
+# otherwise it lists again.
+_POD_STORES: dict[int, PodStore] = {}
+_STORES_LOCK = threading.Lock()
+# How many times a LIST whose continue token expired midway (410) is started again before the run gives up.
+LIST_ATTEMPTS = 3
 
 
 @dataclass
@@ -107,10 +83,27 @@ def _state_save(cluster: Cluster, **fields) -> ClusterReconcileState:
     return state
 
 
-def _list(kube: KubeClient) -> PodCache:
-    snapshot = list_pods_snapshot(kube, label_selector=POD_SELECTOR)
-    pods = {(p.get("metadata") or {}).get("uid") or id(p): p for p in snapshot.pods}
-    return PodCache(resource_version=snapshot.resource_version, pods=pods, listed_at=time.monotonic())
+def _list(kube: KubeClient) -> PodStore:
+    """LIST the portal's pods a page at a time into a new store, keeping each pod only as its facts: a page is
+    decoded as far as the facts read it (`PodFields`) and dropped before the next one is read. A continue token that expires midway (410: the list took longer
+    than the server keeps its revision) starts the list again from the first page, as client-go's reflector lists
+    again (tools/cache/reflector.go `list`), rather than falling back, as its pager can, to one unpaginated LIST
+    (tools/pager/pager.go FullListIfExpired), which would hold the whole list at once."""
+    for attempt in range(1, LIST_ATTEMPTS + 1):
+        store = PodStore(label_domain=settings.PORTAL_LABEL_DOMAIN, listed_at=time.monotonic())
+        try:
+            for page in pod_pages(kube, label_selector=POD_SELECTOR, fields=PodFields,
+                                  page_size=settings.PORTAL_RECONCILE_LIST_PAGE_SIZE):
+                for pod in page.pods:
+                    store.add(pod)
+                store.resource_version = page.resource_version
+                del page
+            return store
+        except KubeError as exc:
+            if not is_expired(exc) or attempt == LIST_ATTEMPTS:
+                raise
+            logger.info("the pod list expired midway (%s); listing again", exc)
+    raise AssertionError("unreachable")
 
 
 def cluster_status_reconcile(
@@ -155,44 +148,46 @@ def _run(cluster: Cluster, kube: KubeClient, watch_seconds: int, clock: Callable
     ever taken on a stale view; a watch that cannot resume (410 Gone, a broken connection) falls back to a LIST."""
     state = ClusterReconcileState.objects.filter(cluster=cluster).first()
     outcome = RunOutcome(cluster=cluster.name, status=ReconcileStatus.OK)
-    with _CACHES_LOCK:
-        cache = _POD_CACHES.pop(cluster.pk, None)  # put back only once this run has brought it up to date
+    with _STORES_LOCK:
+        store = _POD_STORES.pop(cluster.pk, None)  # put back only once this run has brought it up to date
     listed_at = state.listed_at if state else None
-    resumable = (watch_seconds > 0 and cache is not None and state is not None and state.resource_version
-                 and state.resource_version == cache.resource_version
-                 and time.monotonic() - cache.listed_at < settings.PORTAL_RECONCILE_RELIST_SECONDS)
+    resumable = (watch_seconds > 0 and store is not None and state is not None and state.resource_version
+                 and state.resource_version == store.resource_version
+                 and time.monotonic() - store.listed_at < settings.PORTAL_RECONCILE_RELIST_SECONDS)
     if resumable:
         try:
-            outcome.watch_events += _follow(cluster, kube, cache, CATCH_UP_SECONDS, clock, outcome, reconcile=False)
+            outcome.watch_events += _follow(cluster, kube, store, CATCH_UP_SECONDS, clock, outcome, reconcile=False)
         except KubeError as exc:
             outcome.message, resumable = f"the watch failed ({exc}); listed the pods again", False
     if not resumable:
+        store = None  # the old facts go before the new list comes in
         try:
-            cache, outcome.listed, listed_at = _list(kube), True, timezone.now()
+            store, outcome.listed, listed_at = _list(kube), True, timezone.now()
         except KubeError as exc:
             return _failed(cluster, outcome, f"could not list pods: {exc}")
 
     started = time.perf_counter()
-    cycle = status_reconcile(cluster=cluster, pods=cache.pods.values(), now=clock())
+    cycle = status_reconcile_facts(cluster=cluster, facts=store, now=clock())
     cycle_ms = int((time.perf_counter() - started) * 1000)
     _add(outcome, cycle)
     outcome.requests = cycle.requests
 
     if watch_seconds > 0:
         try:
-            outcome.watch_events += _follow(cluster, kube, cache, watch_seconds, clock, outcome, reconcile=True)
+            outcome.watch_events += _follow(cluster, kube, store, watch_seconds, clock, outcome, reconcile=True)
         except KubeError as exc:
             outcome.message = f"the watch failed ({exc}); listed the pods again"
+            store = None
             try:
-                cache, outcome.listed, listed_at = _list(kube), True, timezone.now()
+                store, outcome.listed, listed_at = _list(kube), True, timezone.now()
             except KubeError as list_exc:
                 return _failed(cluster, outcome, f"{outcome.message}, which failed too: {list_exc}")
-            _add(outcome, status_reconcile(cluster=cluster, pods=cache.pods.values(), now=clock()))
-    outcome.pods = len(cache.pods)
-    with _CACHES_LOCK:
-        _POD_CACHES[cluster.pk] = cache
-    _state_save(cluster, status=ReconcileStatus.OK, message=outcome.message, resource_version=cache.resource_version,
-                listed_at=listed_at, finished_at=timezone.now(), pods=len(cache.pods), requests=outcome.requests,
+            _add(outcome, status_reconcile_facts(cluster=cluster, facts=store, now=clock()))
+    outcome.pods = store.pods
+    with _STORES_LOCK:
+        _POD_STORES[cluster.pk] = store
+    _state_save(cluster, status=ReconcileStatus.OK, message=outcome.message, resource_version=store.resource_version,
+                listed_at=listed_at, finished_at=timezone.now(), pods=store.pods, requests=outcome.requests,
                 transitions=outcome.transitions, events_recorded=outcome.events, watch_events=outcome.watch_events,
                 cycle_ms=cycle_ms)  # fmt: skip
     return outcome
@@ -212,11 +207,11 @@ def _add(outcome: RunOutcome, cycle: CycleOutcome) -> None:
     outcome.events += cycle.events
 
 
-def _follow(cluster: Cluster, kube: KubeClient, cache: PodCache, seconds: int, clock: Callable[[], datetime],
+def _follow(cluster: Cluster, kube: KubeClient, store: PodStore, seconds: int, clock: Callable[[], datetime],
             outcome: RunOutcome, *, reconcile: bool) -> int:
-    """Watch pod changes from the cache's resourceVersion until the server ends the watch after `seconds`, folding
-    them into the cache; with `reconcile`, reconcile the requests whose pods changed, in batches. Returns the
-    number of events seen."""
+    """Watch pod changes from the store's resourceVersion (the LIST's, or the last event's) until the server ends
+    the watch after `seconds`, folding them into the store; with `reconcile`, reconcile the requests whose pods
+    changed, in batches. Returns the number of events seen."""
     seen = 0
     touched: set[int] = set()
     last_flush = time.monotonic()
@@ -226,14 +221,15 @@ def _follow(cluster: Cluster, kube: KubeClient, cache: PodCache, seconds: int, c
         if touched and reconcile:
             ids = set(touched)
             touched.clear()
-            _add(outcome, status_reconcile(cluster=cluster, pods=cache.pods_of(ids), now=clock(), request_ids=ids))
+            _add(outcome, status_reconcile_facts(cluster=cluster, facts=store.pods_of(ids), now=clock(),
+                                                 request_ids=ids))
         last_flush = time.monotonic()
 
     deadline = time.monotonic() + seconds + WATCH_FLUSH_SECONDS
     for event in watch_pods(kube, label_selector=POD_SELECTOR, timeout_seconds=seconds,
-                            resource_version=cache.resource_version or None):
+                            resource_version=store.resource_version or None, bookmarks=True):
         seen += 1
-        request_id = cache.apply(event.type, event.object)
+        request_id = store.apply(event.type, event.object)
         if request_id is not None:
             touched.add(request_id)
         if time.monotonic() - last_flush >= WATCH_FLUSH_SECONDS:

@@ -190,6 +190,9 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     request("PATCH", f"{kueue_api}/admissionchecks/gpu-portal-approval/status", body={"status": {}},
             content_type="application/merge-patch+json")
     request("GET", f"{kueue_api}/workloads")
+    # why queued requests wait: the ClusterQueues' quota and each one's pending workloads
+    request("GET", f"{kueue_api}/clusterqueues")
+    request("GET", "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/gpu-portal/pendingworkloads")
     request("GET", f"{kueue_api}/workloads", [("watch", "true")])
     request("PATCH", f"{kueue_api}/namespaces/team-a/workloads/job-train-1a2b3/status", body={"status": {}},
             content_type="application/merge-patch+json")

@@ -20,6 +20,7 @@ from provisioning.inventory import cluster_declare, team_quota_set
 from provisioning.inventory_sync import inventory_sync
 from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from provisioning.models import Cluster
+from provisioning.queue_waits import queue_wait_refresh
 from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
 from kubesim import kueue
@@ -101,6 +102,7 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
                                                                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
     run_ = admission_checks_sync(cluster_id=east.pk, watch_seconds=1)
     assert run_.status == "done" and run_.patched == 1, run_.summary()
+    queue_wait_refresh(cluster=Cluster.objects.get(pk=east.pk))  # why the queued gangs wait: the whole queue
     Cluster.objects.filter(pk=east.pk).update(gang_scheduler="volcano")
 
     # Live operations and metering.

@@ -19,6 +19,7 @@ from provisioning.kube.inventory_reads import (
     served_group_versions,
 )
 from kubesim import nodes as k
+from kubesim import paging
 from kubesim.server import FakeKubeAPI
 from kubesim.resources import CUSTOM_RESOURCES
 
@@ -118,17 +119,18 @@ def test_errors_are_classified(fake_kube, kube_client):
 
 
 def test_long_lists_are_followed_page_by_page(fake_kube, kube_client):
-    """A real API server answers `limit` with pages and a `continue` token (the fake does not paginate, so the
-    first page is injected the way a server would send it)."""
+    """A real API server answers `limit` with pages and a `continue` token: the first page (of one node) is
+    injected the way a server would send it, and the fake serves the rest from the token."""
     first = k.h100_node("gpu-1")
     first.pop("apiVersion"), first.pop("kind")
-    fake_kube.put(k.h100_node("gpu-2"))
+    revision = fake_kube.put(k.h100_node("gpu-2"))["metadata"]["resourceVersion"]
+    token = paging.encode_continue("gpu-1\x00", int(revision))
     fake_kube.fail_next("GET", r"^/api/v1/nodes$", 200, body={
-        "kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "7", "continue": "page-2-token"},
+        "kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": revision, "continue": token},
         "items": [first]})
 
     names = [n["metadata"]["name"] for n in list_all_nodes(kube_client)]
 
     assert names == ["gpu-1", "gpu-2"]
     lists = [r.params for r in fake_kube.requests if r.path == "/api/v1/nodes"]
-    assert lists == [{"limit": "500"}, {"limit": "500", "continue": "page-2-token"}]
+    assert lists == [{"limit": "500"}, {"limit": "500", "continue": token}]

@@ -26,9 +26,9 @@ def minutes(n: float) -> datetime:
 
 @pytest.fixture(autouse=True)
 def _fresh_pod_caches():
-    watch._POD_CACHES.clear()
+    watch._POD_STORES.clear()
     yield
-    watch._POD_CACHES.clear()
+    watch._POD_STORES.clear()
 
 
 @pytest.fixture

@@ -233,14 +233,14 @@ def test_a_request_cancelled_while_the_cycle_runs_skips_only_itself(provision, e
     from provisioning.reconcile import cycle as reconcile_cycle
 
     first, second = provision("first"), provision("second")
-    loaded = reconcile_cycle._active_requests
+    loaded = reconcile_cycle._active_chunks
 
     def load_then_cancel(cluster, request_ids):
-        requests = loaded(cluster, request_ids)  # as the cycle saw them...
-        request_cancel(user=engineer, request_id=first.pk)  # ...then the engineer cancels one
-        return requests
+        for requests in loaded(cluster, request_ids):  # as the cycle saw them...
+            request_cancel(user=engineer, request_id=first.pk)  # ...then the engineer cancels one
+            yield requests
 
-    monkeypatch.setattr(reconcile_cycle, "_active_requests", load_then_cancel)
+    monkeypatch.setattr(reconcile_cycle, "_active_chunks", load_then_cancel)
     pods = [k8s.moved(p, k8s.running(p, f"gpu-h100-0{i}", minutes(1)))
             for r in (first, second) for i, p in enumerate(pods_of(r))]
     outcome = cycle(east, pods, minutes(2))

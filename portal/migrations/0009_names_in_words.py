@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('portal', '0006_team_notices'),
+        ('portal', '0008_webhook_url_validator'),
     ]
 
     operations = [
