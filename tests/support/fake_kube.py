@@ -60,8 +60,9 @@ def fake_kube(start_fake_kube, fake_kube_version: str) -> FakeKubeAPI:
 
 @pytest.fixture
 def kube_connection(fake_kube: FakeKubeAPI) -> ClusterConnection:
-    # A short timeout keeps timeout tests quick; nothing legitimate takes that long against the fake.
-    return ClusterConnection(server=fake_kube.url, token="test-token", ca_cert=fake_kube.ca_pem, request_timeout=2.0)
+    # Tests of timeouts set their own short one; 10 s leaves room for a busy machine (2 s was seen to run out on a
+    # loaded 2-core machine while the fake answered an ordinary apply).
+    return ClusterConnection(server=fake_kube.url, token="test-token", ca_cert=fake_kube.ca_pem, request_timeout=10.0)
 
 
 @pytest.fixture
