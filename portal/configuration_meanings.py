@@ -268,6 +268,8 @@ SCRIPT_MEANINGS: dict[str, dict[str, str]] = {
     "HOST": {"meaning": "the address `./scripts/demo` listens on: loopback unless you say otherwise (`0.0.0.0` or "
                         "`::` serve every interface); it is added to `ALLOWED_HOSTS` when that is not set"},
     "VENV": {"meaning": "the virtualenv the scripts create and use"},
+    "DB_CONNECT_TIMEOUT": {"meaning": "`./scripts/test` gives the tests 30 s to open a PostgreSQL connection unless "
+                                      "it is set (a busy machine can take longer than production's 5 s)"},
     "SIMULATOR": {"meaning": "`./scripts/demo` starts the simulated GPU cluster (`manage.py simulate_cluster`, "
                              "docs/simulated-cluster.md) unless it is `0`; with it, the script also allows loopback in "
                              "`PORTAL_OUTBOUND_ALLOWED_NETWORKS` and shortens `PORTAL_RECONCILE_INTERVAL_SECONDS` and "
