@@ -4,6 +4,7 @@ the vocabulary, no "1 <plural>")."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -55,8 +56,11 @@ def axe_source() -> str:
     wanted = json.loads((ROOT / "package.json").read_text())["devDependencies"]["axe-core"]
     installed = AXE / "package.json"
     if not installed.is_file() or json.loads(installed.read_text())["version"] != wanted:
+        # The machine's environment as it is (its CA bundle, proxy and npm settings reach the registry), with the
+        # virtualenv's Node.js first on PATH.
         subprocess.run([str(BIN / "npm"), "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=ROOT,
-                       env={"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(ROOT / "var")}, check=True, timeout=600)
+                       env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}, check=True,
+                       timeout=600)
     return (AXE / "axe.min.js").read_text()
 
 
