@@ -12,7 +12,7 @@ inherited it).
 from gpu.vocabulary import STRATEGY_WORDS
 
 from .decision import (DECISION_VERSION, ApprovalLimits, Decision, DecisionShapeError, DriverTerms, Gang, Lease,
-                       MultiNode, Reason)
+                       MultiNode, Priority, Reason)
 from .inputs import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec
 from .placement import ONE_DEVICE_PER_REPLICA
 from .reasons import PlacementImpossible, Reasons
@@ -25,6 +25,6 @@ __all__ = [
     "AWAITING_APPROVAL", "DECISION_VERSION", "ONE_DEVICE_PER_REPLICA", "PLATFORM_DEFAULT_STRATEGY", "REVIEW",
     "STRATEGY_WORDS", "Answers", "ApprovalLimits", "AutoApproval", "ClusterSpec", "Decision", "DecisionShapeError",
     "DriverNeed", "DriverTerms", "Gang", "Inventory", "Lease", "MultiNode", "PlacementImpossible", "PolicySpec",
-    "PoolSpec", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "lease_decision", "select_route",
+    "PoolSpec", "Priority", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "lease_decision", "select_route",
     "summarise",
 ]
