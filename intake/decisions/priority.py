@@ -25,11 +25,17 @@ INHERITED = ("No policy rule sets a priority for this kind of workload: it runs 
              "between SIGTERM and SIGKILL to save its state.")
 
 
-def priority_decision(workload_class: str, route: RuleSpec | None, guardrails: list[RuleSpec], gang_scheduler: str,
-                      reasons: Reasons) -> Priority | None:
+def priority_rule(route: RuleSpec | None, guardrails: list[RuleSpec]) -> RuleSpec | None:
+    """The rule whose `priority` holds: the last matching guardrail that sets one, else the route's."""
     ruling = next((g for g in reversed(guardrails) if "priority" in g.outcome), None)
     if ruling is None and route and "priority" in route.outcome:
         ruling = route
+    return ruling
+
+
+def priority_decision(route: RuleSpec | None, guardrails: list[RuleSpec], gang_scheduler: str,
+                      reasons: Reasons) -> Priority | None:
+    ruling = priority_rule(route, guardrails)
     if ruling is None:
         reasons.add("priority", INHERITED)
         return None

@@ -336,8 +336,7 @@ def grant_terms(answers: Answers, ruling: Ruling, placement: Placement, inventor
         if key in answers.defaulted:
             reasons.add(key, f"{words} = {answers.get(key)}: you did not say, so the questionnaire default applies.")
     lease = lease_decision(answers, ruling.route, ruling.guardrails, reasons)
-    priority = priority_decision(answers.workload_class, ruling.route, ruling.guardrails,
-                                 placement.cluster.gang_scheduler, reasons)
+    priority = priority_decision(ruling.route, ruling.guardrails, placement.cluster.gang_scheduler, reasons)
     per_replica = equivalents(placement.strategy, placement.chosen, inventory, answers.gpus_per_replica)
     approval = auto_approval(ruling.route, strategy=placement.strategy, fallback_from=placement.fallback_from,
                              gpu_equivalents=per_replica * answers.replicas)
