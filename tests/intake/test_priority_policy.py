@@ -107,3 +107,20 @@ def test_the_admin_refuses_a_malformed_priority_field_by_field(platform_user, pr
     assert response.status_code == 200  # the form again, with the error
     assert message in response.content.decode()
     assert Rule.objects.get(version=draft, key="training-priority").outcome["priority"]["tier"] == "training"
+
+
+def test_the_preview_s_manifests_carry_the_priority_to_the_scheduler(api, engineer, inventory):
+    response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": TRAINING}, format="json")
+    manifests = response.json()["manifests"]
+
+    [priority_class] = [m for m in manifests if m["kind"] == "PriorityClass"]
+    assert (priority_class["metadata"]["name"], priority_class["value"]) == ("gpu-portal-training", 10000)
+    assert priority_class["preemptionPolicy"] == "PreemptLowerPriority"
+    assert [m["kind"] for m in manifests].index("PriorityClass") < [m["kind"] for m in manifests].index("PodGroup")
+    [job] = [m for m in manifests if m["kind"] == "Job"]
+    pod = job["spec"]["template"]
+    assert pod["spec"]["priorityClassName"] == "gpu-portal-training"
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 600
+    assert pod["metadata"]["annotations"]["volcano.sh/cooldown-time"] == "7200s"  # gpu-east runs Volcano
+    [group] = [m for m in manifests if m["kind"] == "PodGroup"]
+    assert group["spec"]["priorityClassName"] == "gpu-portal-training"
