@@ -9,8 +9,9 @@ cluster, with the platform's ClusterQueue `gpu-portal` holding `QUOTA_GPUS` nvid
 it is submitted (each one's simulated run time differs from its `expected_hours` on purpose, so the error is not
 zero by construction):
 
-- `eta-gang` 4 x 8 GPUs (a gang, so queued through Kueue), `eta-short` 1 x 6 and `eta-medium` 1 x 6 (single
-  pods, which the portal does not queue): running first, on four whole nodes and 6 of the 8 GPUs of the other two;
+- `eta-gang` 4 x 8 GPUs (a gang), `eta-short` 1 x 6 and `eta-medium` 1 x 6 (single pods, queued through Kueue
+  too, like every GPU workload on a Kueue cluster: docs/gang-scheduling.md): running first, on four whole nodes and
+  6 of the 8 GPUs of the other two;
 - `eta-wide` 1 x 8: no node has 8 free GPUs (fragmentation) until `eta-short` ends;
 - `eta-next` 2 x 8, a gang: Kueue has no unused quota for it (WaitingForQuota) until `eta-gang` ends.
 
@@ -31,7 +32,8 @@ from kubesim import kueue
 from kubesim.kubelet import Simulation
 from kubesim.scenario import Scenario
 
-QUOTA_GPUS = 40  # Kueue queues the gangs only: eta-gang's 32 GPUs leave too little for eta-next's 16
+# Kueue queues every GPU workload: the first three hold 44 and eta-wide 8, which leaves nothing for eta-next's 16.
+QUOTA_GPUS = 52
 TEAM_QUOTA = 80  # the portal's whole-GPU quota of the team: approval lets all five through
 TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60,
             "image": "nvcr.io/nvidia/pytorch:25.01-py3", "command": ["torchrun", "train.py"]}

@@ -150,14 +150,15 @@ def make_team(scheduling_model: str = "device_plugin") -> TeamSpec:
 
 
 def expected_error(shape: str, backend: str, version: str, strategy: str = "", model: str = "") -> str | None:
+    if backend == "kueue" and model == "dra" and strategy == "mps":
+        # Kueue admits every GPU workload of its cluster and takes no claim config: no MPS server, a plain whole GPU
+        return "could not start an MPS server"
     if shape != "training_gang":
         return None
     if backend == "none":
         return "no gang scheduler"
     if backend == "native" and version == "1.34":
         return "no native gang scheduling"
-    if backend == "kueue" and model == "dra" and strategy == "mps":
-        return "could not start an MPS server"  # Kueue takes no claim config: no MPS server, a plain whole GPU
     return None
 
 
@@ -180,6 +181,7 @@ def cases() -> list[Case]:
             metrics_scraper=None if variant == "plain" else METRICS_SCRAPER,
             # The native gang needs its (off by default) gates declared; their absence is tested on its own.
             feature_gates=NATIVE_GATES.get(version, ()) if backend == "native" else (),
+            admission_policies=True,  # every supported minor serves admissionregistration.k8s.io/v1 policies
         )
         found.append(
             Case(
@@ -197,6 +199,8 @@ def expected_object_count(case: Case) -> int:
     """Objects render_all must return for a case, counted from the rules rather than from the renderer."""
     team_objects = 2 + (1 if case.cluster.gang_scheduler in ("kueue", "kai", "volcano") else 0)
     team_objects += 1 + (1 if case.cluster.ingress_controller else 0)  # default-deny, ingress-controller policies
+    if case.cluster.admission_policies and case.cluster.gang_scheduler != "kueue":
+        team_objects += 2  # ValidatingAdmissionPolicy + binding (issue 23 item 8)
     claim = 1 if case.cluster.scheduling_model == "dra" else 0
     workload_class = case.request.workload_class
     if workload_class == "training":
