@@ -71,6 +71,9 @@ RULES: tuple[Rule, ...] = (
     Rule("Each team namespace's NetworkPolicies (default-deny ingress; ingress controller and metrics scraper "
          "admitted), applied with the namespace and kept on cancel.",
          APPLY, ("networking.k8s.io",), ("networkpolicies",)),
+    Rule("Clusters without Kueue: each team namespace's ValidatingAdmissionPolicy and binding refusing GPU pods the "
+         "portal did not approve (cluster-scoped, applied with the namespace, kept on cancel; docs/admission-check.md).",
+         APPLY, ("admissionregistration.k8s.io",), ("validatingadmissionpolicies", "validatingadmissionpolicybindings")),
     Rule("Per-request Services, applied and torn down on cancel.",
          APPLY_AND_TEAR_DOWN, ("",), ("services",)),
     Rule("Inference and development workloads.",

@@ -38,6 +38,7 @@ class ClusterObservation:
     claims: list[dict] = field(default_factory=list)
     pods: list[dict] = field(default_factory=list)
     device_classes: list[dict] = field(default_factory=list)
+    admission_policies: bool = False  # admissionregistration.k8s.io/v1 validatingadmissionpolicies served
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
         claims = inventory_reads.list_resource_claims(kube) if slices else []
         classes = inventory_reads.list_device_classes(kube) if dra else []
         pods = list(inventory_reads.iter_gpu_pods(inventory_reads.list_active_pods(kube)))
+        policies = inventory_reads.serves_admission_policies(kube, groups)
     return ClusterObservation(git_version=git_version, gang_schedulers=gang, nodes=nodes, slices=slices,
-                              claims=claims, pods=pods, device_classes=classes)
+                              claims=claims, pods=pods, device_classes=classes, admission_policies=policies)
 
 
 def inventory_sync(*, cluster: Cluster) -> SyncOutcome:
@@ -257,6 +259,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.discovered_kubernetes_version = observation.git_version
     cluster.discovered_gang_schedulers = observation.gang_schedulers
     cluster.dra_in_use = dra_in_use
+    cluster.serves_admission_policies = observation.admission_policies
     cluster.dra_device_classes = discovery.device_classes(observation.device_classes)
     cluster.discrepancies = discovery.cluster_discrepancies(
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
@@ -267,6 +270,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""
     cluster.save(update_fields=["discovered_kubernetes_version", "discovered_gang_schedulers", "dra_in_use",
+                                "serves_admission_policies",
                                 "dra_device_classes",
                                 "discrepancies", "last_synced_at", "last_sync_attempt_at", "last_sync_error"])
     pools = len(declared_rows) + len(seen_keys)
