@@ -94,13 +94,13 @@ def scenario_for(works=FIRST + THEN) -> Scenario:
     return Scenario(start_seconds=5, run_seconds_by_name=tuple((f"{w.name}-r", w.run_minutes * 60) for w in works))
 
 
-def seed(fake) -> None:
+def seed(fake, quota_gpus: int = QUOTA_GPUS) -> None:
     """The simulated nodes, and what the platform made for Kueue: the ClusterQueue with its GPU quota."""
     sim_cluster.seed(fake)
     fake.put({"apiVersion": kueue.KUEUE, "kind": "ClusterQueue", "metadata": {"name": "gpu-portal"},
               "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
                        "flavors": [{"name": "h100-80gb", "resources": [{"name": "nvidia.com/gpu",
-                                                                        "nominalQuota": QUOTA_GPUS}]}]}]}})
+                                                                        "nominalQuota": quota_gpus}]}]}]}})
 
 
 def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock, step_seconds: float = 30,

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, REQUEST_HOLDING
+from intake.choices import RequestOrigin
 from intake.decisions import Decision
 
 from ..choices import SchedulingModel, SharingMode, Strategy
@@ -158,7 +159,9 @@ def team_approvals(*, team, cluster, exclude: int) -> tuple[ApprovedPods, ...]:
     from ..manifests import render
 
     approvals = []
-    holding = GpuRequest.objects.filter(team=team, status__in=REQUEST_HOLDING).exclude(pk=exclude).order_by("pk")
+    # Requests found in a Kueue queue (origin "cluster") have no objects of the portal's to admit.
+    holding = (GpuRequest.objects.filter(team=team, status__in=REQUEST_HOLDING, origin=RequestOrigin.PORTAL)
+               .exclude(pk=exclude).order_by("pk"))
     for gpu_request in holding:
         decision = gpu_request.decision
         if decision is None or decision.cluster != cluster.name:
