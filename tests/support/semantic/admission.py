@@ -140,7 +140,11 @@ class AdmissionRules(CheckerBase):
         rid = next((v for k, v in labels.items() if k.endswith("/request-id")), "")
         owner = owners.get(rid)
         workload, kind, name = pods.workload, pods.workload["kind"], pods.workload["metadata"]["name"]
-        expected = {"Job": f"Job/{name}", "JobSet": f"Job/{name}-workers-0", "Deployment": f"ReplicaSet/{name}-"}[kind]
+        expected = {"Job": f"Job/{name}", "JobSet": f"Job/{name}-workers-0", "Deployment": f"ReplicaSet/{name}-"}.get(kind)
+        if expected is None:  # a bare Pod or a StatefulSet: nothing the portal renders, no owner to compare
+            self.problem("admission-policy", workload, f"the policy admits GPU pods of Jobs, JobSets and Deployments "
+                                                       f"only, not of a {kind}: they would be refused.")  # fmt: skip
+            return
         if owner != expected:
             self.problem("admission-policy", workload, f"the policy approves owner {owner!r} for request {rid!r}, but "
                                                        f"its pods are owned by {expected!r}: they would be refused.")
