@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from intake.choices import RequestOrigin, RequestStatus
 from intake.models import GpuRequest
+from portal.dispatch import send_now
 from portal.models import Team
 
 from gpu.catalogue import load_catalogue
@@ -253,10 +254,9 @@ def _reconcile_quietly(kube: KubeClient, cluster: Cluster, workload: dict, run: 
 
 def admission_checks_sync_all() -> list[int]:
     """Beat: one controller run per enabled Kueue cluster reached through its API server. Returns their ids."""
-    from . import tasks
-
     ids = list(Cluster.objects.filter(enabled=True, gang_scheduler="kueue").exclude(api_server="")
                .order_by("name").values_list("pk", flat=True))
     for cluster_id in ids:
-        tasks.admission_checks_sync.apply_async(args=[cluster_id], expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
+        send_now("provisioning.admission_checks_sync", cluster_id, what=f"the admission check of cluster {cluster_id}",
+                 expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
     return ids

@@ -45,7 +45,7 @@ COLLECTORS = {"provisioning.jobs": provisioning_jobs}
 
 def inventory() -> Iterable[Metric]:
     """Per cluster: the last sync (time, ok), discrepancies, and free and used GPU equivalents by strategy."""
-    from .inventory_sync import no_api_server_note
+    from .selectors.clusters import no_api_server_note
     from .models import Cluster, MigPlan, MigPlanStep, Node
     from .selectors import capacity_of
 

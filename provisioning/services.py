@@ -130,14 +130,11 @@ def _job_for(gpu_request, kind: str):
 @transaction.atomic
 def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
     """Record that work is due (the outbox row) and dispatch it once this transaction commits."""
-    from . import tasks
-
     job = _job_for(gpu_request, kind)
     if job.status in JOB_FINISHED and kind == JobKind.TEARDOWN:
         job.status, job.message, job.finished_at = JobStatus.QUEUED, "", None  # a later cancel tears down again
     job.save()
-    task = tasks.allocation_apply if kind == JobKind.APPLY else tasks.allocation_teardown
-    transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=task))
+    transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=job_task(kind)))
     return job
 
 
@@ -153,6 +150,11 @@ def allocation_on_cancelled(*, gpu_request, from_status: str) -> None:
     """intake.hooks, on entering cancelled: what was applied (or is being applied) is torn down."""
     if gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
         allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
+
+
+def job_task(kind: str) -> str:
+    """The name of the task that runs a job of this kind."""
+    return "provisioning.allocation_apply" if kind == JobKind.APPLY else "provisioning.allocation_teardown"
 
 
 def dispatch_job(*, job_id: int, task) -> bool:
@@ -205,6 +207,7 @@ def _start(*, job_id: int, kind: str, after_attempt: int | None = None):
 
 # Namespace of the PostgreSQL advisory locks held while a job runs (the second key is the job id).
 JOB_LOCK_NAMESPACE = 0x6A6F62  # "job"
+JOB_MAX_ATTEMPTS = 6  # of the tasks that run a job (provisioning.tasks)
 
 
 @contextlib.contextmanager

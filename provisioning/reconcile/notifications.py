@@ -73,6 +73,8 @@ class StallNotice:
     release_after: timedelta | None = None
 
 
+NOTIFY_MAX_ATTEMPTS = 6  # of `provisioning.gang_notification_deliver`
+
 NOBODY_TO_NOTIFY = ("Nobody could be notified: the team has no notification e-mail or webhook and "
                     "PLATFORM_NOTIFICATION_EMAIL is empty.")
 
@@ -130,11 +132,9 @@ def gang_notify_many(*, notices: list[StallNotice], now: datetime) -> list[int]:
     if nobody:
         events.events_note_many(rows=nobody)
     if created:
-        from .. import tasks
-
         def dispatch() -> None:
             for pk in created:
-                gang_notification_dispatch(pk, tasks.gang_notification_deliver)
+                gang_notification_dispatch(pk)
 
         transaction.on_commit(dispatch)
     return created
@@ -147,9 +147,9 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
     return gang_notify_many(notices=[StallNotice(stall, gpu_request, kind, text, release_after)], now=now)
 
 
-def gang_notification_dispatch(notification_id: int, task) -> bool:
+def gang_notification_dispatch(notification_id: int) -> bool:
     # A broker outage leaves the row queued; the sweep sends it later.
-    return send_now(task, notification_id, what=f"notification {notification_id}")
+    return send_now("provisioning.gang_notification_deliver", notification_id, what=f"notification {notification_id}")
 
 
 def _send_email(notification: GangNotification) -> None:
