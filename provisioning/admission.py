@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from intake.choices import RequestOrigin, RequestStatus
+from intake.found import CannotDecide, answers_from_pod_template, request_found_in_cluster
 from intake.models import GpuRequest
 from portal.dispatch import send_now
 from portal.models import Team
@@ -33,6 +34,7 @@ from gpu.catalogue import load_catalogue
 from . import contract
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError
 from .kube.workloads import (
     list_workloads,
@@ -131,8 +133,6 @@ def _team_of(namespace: str) -> Team | None:
 
 def _bind(row: AdmissionWorkload, workload: dict) -> bool:
     """Give a new row its request: the portal's own, or one found in the cluster. Returns True if found."""
-    from intake.found import CannotDecide, answers_from_pod_template, request_found_in_cluster
-
     labels = workload_pod_labels(workload)
     if labels.get(MANAGED_BY_KEY) == MANAGED_BY:
         row.request, row.message = _portal_request(row.namespace, row.owner_name, labels)
@@ -213,8 +213,6 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
 def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: KubeClient | None = None) -> AdmissionRun:
     """One controller run for a cluster: install the check, LIST the Workloads and decide each, then WATCH for
     `watch_seconds` deciding each change. A Kubernetes error ends the run (the next run lists again)."""
-    from .kube.connection import cluster_connection
-
     cluster = Cluster.objects.get(pk=cluster_id)
     run = AdmissionRun(cluster=cluster.name)
     if cluster.gang_scheduler != "kueue" or not cluster.api_server or not cluster.enabled:

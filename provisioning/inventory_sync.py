@@ -11,18 +11,24 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from intake.choices import REQUEST_TERMINAL
+from intake.models import GpuRequest
 from portal.dispatch import send_now, send_on_commit
 
 from gpu.catalogue import load_catalogue
 from gpu.pools import PoolSpec
+from portal.errors import PermissionDenied
+from portal.roles import is_platform
 
 from . import discovery, renderability
 from .choices import PoolSource, SchedulingModel
 from .contract import POOL, domain_key
 from .kube import inventory_reads
+from .kube.client import KubeClient
 from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
-from .models import Cluster, GpuModel, NodePool
+from .kube.reads import server_version
+from .models import Cluster, GpuModel, Node, NodePool
 from .selectors.clusters import no_api_server_note
 
 logger = logging.getLogger(__name__)
@@ -53,8 +59,6 @@ class SyncOutcome:
 
 def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
     """Read the cluster (no database writes). Raises KubeError."""
-    from .kube.client import KubeClient
-    from .kube.reads import server_version
     with KubeClient(cluster_connection(cluster)) as kube:
         git_version = server_version(kube)
         groups = inventory_reads.served_group_versions(kube)
@@ -135,11 +139,6 @@ NODE_UPDATE_FIELDS = [
 @transaction.atomic
 def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> SyncOutcome:
     """Write what one sync observed (one transaction; the cluster row is locked so syncs never interleave)."""
-    from intake.choices import REQUEST_TERMINAL
-    from intake.models import GpuRequest
-
-    from .models import Node
-
     cluster = Cluster.objects.select_for_update(no_key=True).get(pk=cluster_id)
     catalogue = load_catalogue()
     now = timezone.now()
@@ -276,9 +275,6 @@ def inventory_sync_dispatch() -> int:
 
 def inventory_sync_request(*, user, cluster: Cluster) -> str:
     """Ask for a sync of one cluster now (platform team); the task runs after this transaction commits."""
-    from portal.errors import PermissionDenied
-    from portal.roles import is_platform
-
     if not is_platform(user):
         raise PermissionDenied("Only the platform team starts an inventory sync.")
     note = no_api_server_note(cluster)

@@ -27,7 +27,7 @@ from .kube.connection import cluster_connection
 from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
 from .manifests.validation import ManifestInvalid, validate_objects
-from .models import AppliedObject, Cluster, NodePool, ProvisioningJob
+from .models import AppliedObject, Cluster, GpuModel, MigProfile, NodePool, ProvisioningJob
 from .selectors import cluster_for_request, request_manifests
 
 
@@ -35,8 +35,6 @@ from .selectors import cluster_for_request, request_manifests
 def catalogue_sync(*, catalogue: Catalogue | None = None, gpu_model_cls=None, mig_profile_cls=None) -> int:
     """Copy the shipped catalogue into the GpuModel/MigProfile tables (insert or update; never delete, since
     pools may point at a model). Takes model classes so a data migration can pass its historical ones."""
-    from .models import GpuModel, MigProfile
-
     gpu_model_cls = gpu_model_cls or GpuModel
     mig_profile_cls = mig_profile_cls or MigProfile
     catalogue = catalogue or load_catalogue()

@@ -6,6 +6,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED
 from portal.models import slug_validator
 
@@ -82,8 +83,6 @@ class NodePool(models.Model):
             if not self.mig_layout:
                 errors["mig_layout"] = "A MIG pool names its layout (the nvidia.com/mig.config value)."
             elif self.gpu_model_id:
-                from gpu.catalogue import load_catalogue
-
                 catalogue = load_catalogue()
                 if self.gpu_model.key in catalogue.models and not catalogue.layout_profiles(
                     self.mig_layout, self.gpu_model.key

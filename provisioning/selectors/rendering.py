@@ -8,6 +8,8 @@ from intake.decisions import Decision
 
 from ..choices import SchedulingModel, SharingMode, Strategy
 from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
+from ..manifests import RenderError, render_all
+from ..manifests.device_plugin import build_device_plugin_config
 from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
@@ -64,9 +66,6 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
 def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
     """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
     whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
-    from ..manifests import RenderError
-    from ..manifests.device_plugin import build_device_plugin_config
-
     try:
         return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
                                           scheduling_model=pool.effective_scheduling_model)
@@ -145,8 +144,6 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
 
 def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:
     """Every object for one request, team objects first, in the order they are applied."""
-    from ..manifests import render_all
-
     pool = pool_for_decision(decision)
     return render_all(
         team_spec(team=team, cluster=pool.cluster),
