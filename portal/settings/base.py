@@ -15,7 +15,7 @@ import dj_database_url
 
 from portal.schedules import offset_schedule
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 def env_bool(name: str, default: bool) -> bool:
