@@ -5,7 +5,7 @@ import runpy
 
 import pytest
 
-SETTINGS = "portal.settings.base"  # the module that reads CELERY_VISIBILITY_TIMEOUT, run afresh
+SETTINGS = "portal.settings.background"  # the module that reads CELERY_VISIBILITY_TIMEOUT, run afresh
 
 
 @pytest.mark.parametrize("visibility_timeout, restore_period", [("5", 1), ("60", 15), ("3600", 100)])
