@@ -11,7 +11,7 @@ from django.db import InterfaceError, OperationalError
 
 from portal.retrying import RetryingTask
 
-from . import admission, mig_plans, queue_waits, services, waits
+from . import admission, mig_plans, queue_waits, services, wait_refresh
 from .appliers.base import PermanentApplyError, TransientApplyError
 from .inventory_sync import inventory_sync as sync_cluster
 from .inventory_sync import inventory_sync_dispatch
@@ -155,7 +155,7 @@ def gang_notification_deliver(self, notification_id: int) -> str:
 @shared_task(name="provisioning.request_wait_refresh", acks_late=True, soft_time_limit=60, time_limit=90)
 def request_wait_refresh(request_id: int) -> str:
     """Read and store why one request waits; a cluster that cannot be read is recorded on the reading."""
-    record = waits.request_wait_refresh(request_id=request_id)
+    record = wait_refresh.request_wait_refresh(request_id=request_id)
     return "skipped" if record is None else ("read_error" if record.read_error else "stored")
 
 
@@ -166,7 +166,7 @@ def wait_refresh_all() -> int:
     clusters = list(queue_waits.kueue_clusters())
     for cluster in clusters:
         queue_wait_refresh.delay(cluster.pk)
-    ids = waits.refresh_candidates()
+    ids = wait_refresh.refresh_candidates()
     queued = queue_waits.on_clusters(ids, [c.name for c in clusters])
     for request_id in ids:
         if request_id not in queued:
@@ -184,7 +184,7 @@ def queue_wait_refresh(cluster_id: int) -> str:
         done = queue_waits.queue_wait_refresh(cluster=cluster)
     except KubeError:
         done = set()
-    rest = [pk for pk in queue_waits.on_clusters(waits.refresh_candidates(), [cluster.name]) if pk not in done]
+    rest = [pk for pk in queue_waits.on_clusters(wait_refresh.refresh_candidates(), [cluster.name]) if pk not in done]
     for request_id in sorted(rest):
         request_wait_refresh.delay(request_id)
     return f"{len(done)} queued, {len(rest)} one by one"

@@ -73,7 +73,7 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
         "task": "provisioning.inventory_sync_all",
         "schedule": _env_every("PORTAL_INVENTORY_SYNC_SECONDS", "300", offset=130),
     },
-    # Why approved requests wait, and the actual start of those that began running (provisioning.waits).
+    # Why approved requests wait, and the actual start of those that began running (provisioning.wait_refresh).
     "request-wait-refresh": {
         "task": "provisioning.wait_refresh_all", "schedule": _env_every("PORTAL_WAIT_REFRESH_SECONDS", "60", offset=44),
     },

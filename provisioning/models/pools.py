@@ -109,7 +109,7 @@ class InventoryGeneration(models.Model):
     """One row whose `generation` changes, in the same transaction, with every write to the tables the decision's
     inventory is read from (clusters, node pools, GPU models): database triggers bump it (migration
     0009_inventory_generation), so the admin, syncs and raw SQL are all covered. Readers key per-process caches of
-    the inventory on it (intake.decision_inputs). Values come from a sequence, so a rolled-back bump is never
+    the inventory on it (intake.decision_cache). Values come from a sequence, so a rolled-back bump is never
     reused for other contents."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)

@@ -1,4 +1,4 @@
-"""Reads of the waits `provisioning.waits` stores: one request's last reading, and the start estimates' error."""
+"""Reads of the waits `provisioning.wait_refresh` stores: one request's last reading, and the start estimates' error."""
 from __future__ import annotations
 
 import math

@@ -7,7 +7,7 @@ import pytest
 from django.apps import apps
 
 from intake import hooks
-from intake.decision_inputs import decision_inputs
+from intake.decision_cache import decision_inputs
 from provisioning.models import ProvisioningJob
 from provisioning.selectors import inventory_snapshot
 from provisioning.services import allocation_on_approved, allocation_on_cancelled
