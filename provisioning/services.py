@@ -105,11 +105,6 @@ def cluster_register(
 logger = logging.getLogger(__name__)
 
 
-
-class AllocationError(Exception):
-    """A permanent failure: the request fails with this message."""
-
-
 @dataclass(frozen=True)
 class ApplyOutcome:
     job_id: int
