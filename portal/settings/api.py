@@ -1,6 +1,7 @@
 """The REST API: DRF, the OpenAPI schema, rate limits and tokens.
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 
@@ -48,9 +49,6 @@ SPECTACULAR_SETTINGS = {
                             "BudgetModeEnum": "chargeback.choices.BudgetMode"},
 }
 
-# Requests a user may make to the API, all their tokens and sessions together; DRF rate syntax, e.g. "600/min".
 PORTAL_API_RATE = os.environ.get("PORTAL_API_RATE", "1200/min")
-# API tokens a user may hold at once (neither revoked nor expired).
 PORTAL_MAX_TOKENS_PER_USER = int(os.environ.get("PORTAL_MAX_TOKENS_PER_USER", "10"))
-# Where the rate counters live (portal.api.throttling counts atomically in Redis): the cache's Redis by default.
 PORTAL_RATE_LIMIT_REDIS_URL = os.environ.get("PORTAL_RATE_LIMIT_REDIS_URL", CACHES["default"]["LOCATION"])

@@ -88,7 +88,6 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
-# Largest request body accepted (bytes); an answers object is a few kilobytes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(1024 * 1024)))
 WSGI_APPLICATION = "portal.wsgi.application"
 

@@ -1,6 +1,7 @@
 """Chargeback: MIG equivalents, report windows, the FOCUS export, and the idle-GPU scans.
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 
@@ -8,7 +9,6 @@ import os
 # longest report window the API accepts.
 CHARGEBACK_MIG_EQUIVALENTS = os.environ.get("CHARGEBACK_MIG_EQUIVALENTS", "compute")
 CHARGEBACK_MAX_REPORT_DAYS = int(os.environ.get("CHARGEBACK_MAX_REPORT_DAYS", "400"))
-# Who bills in the FOCUS export: its Provider, Publisher and InvoiceIssuer columns.
 CHARGEBACK_FOCUS_PROVIDER = os.environ.get("CHARGEBACK_FOCUS_PROVIDER", "GPU Golden Path Portal")
 
 # Idle GPUs (chargeback/idle/): how long each Prometheus query may take, and how far back a scan reads (the

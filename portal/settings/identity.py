@@ -1,6 +1,7 @@
 """OpenID Connect single sign-on (portal.oidc).
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 
@@ -25,12 +26,8 @@ OIDC_TOKEN_USE_BASIC_AUTH = env_bool("OIDC_TOKEN_USE_BASIC_AUTH", False)
 OIDC_TIMEOUT = int(os.environ.get("OIDC_TIMEOUT", "10"))
 OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
 OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
-# role=group pairs; the highest role any of the user's groups grants wins (platform > finance > engineer).
 OIDC_ROLE_GROUPS = os.environ.get("OIDC_ROLE_GROUPS", "platform=gpu-platform,finance=gpu-finance,engineer=gpu-users")
-# Groups named <prefix><team slug> make the user a member of that (existing) team.
 OIDC_TEAM_GROUP_PREFIX = os.environ.get("OIDC_TEAM_GROUP_PREFIX", "gpu-team-")
-# A first sign-on is linked to the one existing account with the provider's verified e-mail address (instead of
-# getting an account of its own). Only for a provider that verifies every address it vouches for.
 OIDC_LINK_VERIFIED_EMAIL = env_bool("OIDC_LINK_VERIFIED_EMAIL", False)
 OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID and (OIDC_OP_DISCOVERY_URL or OIDC_OP_AUTHORIZATION_ENDPOINT))
 # portal.signin's gate first: a locked-out username and address never reach the password check.

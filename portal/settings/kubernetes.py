@@ -1,14 +1,14 @@
 """Talking to clusters: the in-cluster identity, timeouts and retries, labels, MIG plans, status reconciliation
 and stalled gangs.
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 from pathlib import Path
 
 from .base import BASE_DIR
 
-# Where the GitOps applier keeps its repositories when a cluster does not name one.
 PORTAL_DATA_DIR = Path(os.environ.get("PORTAL_DATA_DIR", BASE_DIR / "var"))
 # The portal's own pod identity (credential source "in_cluster", and reading Secrets for source "secret"): its
 # API server (from the variables every pod gets) and the service-account files the kubelet keeps rotated.
@@ -24,11 +24,8 @@ PORTAL_IN_CLUSTER_TOKEN_FILE = os.environ.get(
 PORTAL_IN_CLUSTER_CA_FILE = os.environ.get(
     "PORTAL_IN_CLUSTER_CA_FILE", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 )
-# Per-call timeout towards Kubernetes API servers, so no worker waits forever on a slow cluster.
 PORTAL_KUBE_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_KUBE_TIMEOUT_SECONDS", "20"))
-# First retry delay after a transient Kubernetes error; doubles per attempt (capped at 5 minutes).
 PORTAL_KUBE_RETRY_BASE_SECONDS = float(os.environ.get("PORTAL_KUBE_RETRY_BASE_SECONDS", "5"))
-# Prefix of the labels and annotations the portal writes on Kubernetes objects.
 PORTAL_LABEL_DOMAIN = os.environ.get("PORTAL_LABEL_DOMAIN", "gpu-portal.io")
 # --- MIG plans ---
 # Defaults of a new plan: how long a cordoned node waits for its GPU pods, and for mig-manager to report.
@@ -39,18 +36,12 @@ PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_RECONFIG
 # bounded well below the interval so runs never overlap (a per-cluster Redis lock makes sure of it).
 PORTAL_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("PORTAL_RECONCILE_INTERVAL_SECONDS", "60"))
 PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECONDS", "45"))
-# The Kueue admission check (provisioning/admission.py): how often beat lists every Kueue cluster's Workloads and
-# writes the portal's check (an approval reaches the cluster within this); 0 turns the beat entry off.
 PORTAL_ADMISSION_SYNC_SECONDS = float(os.environ.get("PORTAL_ADMISSION_SYNC_SECONDS", "15"))
-# A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
-# Pods per page of that LIST (client-go's default page size): a worker holds one decoded page at a time.
 PORTAL_RECONCILE_LIST_PAGE_SIZE = int(os.environ.get("PORTAL_RECONCILE_LIST_PAGE_SIZE", "500"))
 # A pod that cannot pull its image for this long fails its request (and its objects are removed).
 PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS = int(
     os.environ.get("PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS", "600")
 )
-# A request with no pod at all for this long fails (queues such as Kueue hold suspended Jobs without pods); 0: never.
 PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS = int(os.environ.get("PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS", "3600"))
-# Used for a workload class that has no GangPolicy row (the data migration creates one per class).
 PORTAL_GANG_STALL_AFTER_SECONDS = int(os.environ.get("PORTAL_GANG_STALL_AFTER_SECONDS", "900"))

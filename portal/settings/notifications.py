@@ -1,6 +1,7 @@
 """E-mail and webhooks (notices to teams), and lease reminders.
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 
@@ -18,8 +19,6 @@ EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gpu-portal@localhost")
-# The platform team's address(es), copied on every stalled-gang notice; comma-separated, may be empty.
 PLATFORM_NOTIFICATION_EMAIL = env_list("PLATFORM_NOTIFICATION_EMAIL", "")
 PORTAL_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("PORTAL_WEBHOOK_TIMEOUT_SECONDS", "10"))
-# A lease's reminder goes out this many hours before it ends (once per expiry).
 PORTAL_LEASE_REMINDER_HOURS = float(os.environ.get("PORTAL_LEASE_REMINDER_HOURS", "24"))

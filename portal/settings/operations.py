@@ -1,6 +1,7 @@
 """Logs and metrics.
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import os
 
@@ -11,7 +12,6 @@ from .base import env_bool
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
 if LOG_FORMAT not in {"plain", "json"}:
     raise RuntimeError("LOG_FORMAT must be plain or json")
-# One access-log line per request from our middleware (gunicorn's own access log is off in the image).
 LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
 LOGGING = {
     "version": 1,
@@ -33,6 +33,5 @@ LOGGING = {
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- Operations: request ids, metrics, worker heartbeat ------------------------------------------------------
-# /metrics is open when unset; set it and give Prometheus `authorization: {credentials: <token>}`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # --- end of operations settings ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Stored-secret keys, the Content-Security-Policy, sign-in protection, outbound networks, and the switches only
 production has (DEBUG off).
 
-What each environment variable means: portal/configuration_meanings.py (docs/configuration.md)."""
+What each environment variable means is written once, in portal/configuration_meanings.py (docs/configuration.md
+is generated from it); a comment here says only why a setting is as it is."""
 
 import base64
 import hashlib
@@ -32,8 +33,6 @@ PORTAL_LOGIN_MAX_FAILURES = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES", "5")
 PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ACCOUNT", "0"))
 PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS = int(os.environ.get("PORTAL_LOGIN_MAX_FAILURES_PER_ADDRESS", "0"))
 PORTAL_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("PORTAL_LOGIN_LOCKOUT_SECONDS", "900"))
-# The reverse proxies in front of the portal (CIDRs; an ingress controller's pod network): X-Forwarded-For is read
-# only on a connection from one of them, and only as far left as they wrote it. Empty: REMOTE_ADDR is the client.
 PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", "")
 AXES_HANDLER = "portal.signin.SignInHandler"
 # Lockouts are reset with `manage.py axes_reset` (docs/security.md); the admin keeps to the portal's own models,
@@ -54,7 +53,6 @@ AXES_LOCKOUT_CALLABLE = "portal.signin.lockout_response"
 # on-premises API servers); the deny list adds ranges for every call and wins over the allow lists.
 PORTAL_OUTBOUND_ALLOWED_NETWORKS = env_list("PORTAL_OUTBOUND_ALLOWED_NETWORKS", "")
 PORTAL_OUTBOUND_DENIED_NETWORKS = env_list("PORTAL_OUTBOUND_DENIED_NETWORKS", "")
-# Team webhooks have their own list (engineers type them): never loopback, link-local or metadata addresses.
 PORTAL_WEBHOOK_ALLOWED_NETWORKS = env_list("PORTAL_WEBHOOK_ALLOWED_NETWORKS", "")
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
