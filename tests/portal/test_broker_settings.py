@@ -8,6 +8,8 @@ import pytest
 SETTINGS = "portal.settings.background"  # the module that reads CELERY_VISIBILITY_TIMEOUT, run afresh
 
 
+# run_module runs the module afresh beside the one imported with the settings (which it says, harmlessly).
+@pytest.mark.filterwarnings("ignore:'portal.settings.background' found in sys.modules:RuntimeWarning")
 @pytest.mark.parametrize("visibility_timeout, restore_period", [("5", 1), ("60", 15), ("3600", 100)])
 def test_dead_workers_messages_are_looked_for_within_the_visibility_timeout(
     monkeypatch, visibility_timeout, restore_period
