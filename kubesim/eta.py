@@ -1,7 +1,7 @@
 """The start-estimate scenario on the simulated cluster: requests that wait on the Kueue quota and on fragmentation,
 then start when the running work ahead of them finishes. The portal's own code does everything on the portal's
 side (submission, approval, apply, its admission check, status reconciliation, inventory sync and the wait
-readings of provisioning.waits), over HTTPS against the fake API server; this module only plays the clock and the
+readings of provisioning.wait_refresh), over HTTPS against the fake API server; this module only plays the clock and the
 people. `bench/eta.py` prints the figures; tests/provisioning/test_wait_eta_simulated.py asserts them.
 
 The cluster is the simulated one (kubesim.cluster: six 8-GPU H100 nodes in `h100-train`) registered as a Kueue
@@ -115,7 +115,7 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
     from provisioning.inventory_sync import inventory_sync
     from provisioning.models import Cluster, RequestWait
     from provisioning.reconcile import cluster_status_reconcile
-    from provisioning.waits import refresh_candidates, request_wait_refresh
+    from provisioning.wait_refresh import refresh_candidates, request_wait_refresh
 
     cluster = Cluster.objects.get(name=cluster_name)
     team_quota_set(team=team, strategy="whole_gpu", gpu_equivalents=TEAM_QUOTA)

@@ -8,11 +8,13 @@ from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, REQUEST_HOLDING
 from intake.choices import RequestOrigin
 from intake.decisions import Decision
+from intake.models import GpuRequest
 
 from ..choices import SchedulingModel, SharingMode, Strategy
 from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
+from ..manifests import RenderError, render, render_all
 from ..manifests.admission_policy import approved_pods, renders_admission_policy
-from ..manifests.errors import RenderError
+from ..manifests.device_plugin import build_device_plugin_config
 from ..manifests.spec import ApprovedPods, ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
@@ -71,9 +73,6 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
 def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
     """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
     whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
-    from ..manifests import RenderError
-    from ..manifests.device_plugin import build_device_plugin_config
-
     try:
         return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
                                           scheduling_model=pool.effective_scheduling_model)
@@ -154,10 +153,6 @@ def team_approvals(*, team, cluster, exclude: int) -> tuple[ApprovedPods, ...]:
     """The team's other requests on the cluster whose pods may run now (approved to stalled), as its admission policy
     admits them: each rendered again, its workload's owner and per-pod GPUs read back (manifests/admission_policy.py).
     One that no longer renders is left out: its pods are refused until it is provisioned again."""
-    from intake.models import GpuRequest
-
-    from ..manifests import render
-
     approvals = []
     # Requests found in a Kueue queue (origin "cluster") have no objects of the portal's to admit.
     holding = (GpuRequest.objects.filter(team=team, status__in=REQUEST_HOLDING, origin=RequestOrigin.PORTAL)
@@ -178,8 +173,6 @@ def team_approvals(*, team, cluster, exclude: int) -> tuple[ApprovedPods, ...]:
 def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:
     """Every object for one request, team objects first, in the order they are applied. Without Kueue, the team's
     admission policy admits its other running requests as well as this one."""
-    from ..manifests import render_all
-
     pool = pool_for_decision(decision)
     profile = cluster_profile(cluster=pool.cluster, pool=pool)
     spec = team_spec(team=team, cluster=pool.cluster)
