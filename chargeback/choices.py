@@ -36,13 +36,6 @@ class CollectionStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class EquivalentsPolicy(models.TextChoices):
-    """How a MIG slice converts to GPU equivalents (settings.CHARGEBACK_MIG_EQUIVALENTS)."""
-
-    COMPUTE = "compute", "Compute slices / the GPU's slices"
-    MEMORY = "memory", "Memory of the slice / the GPU's memory"
-
-
 class Flag(models.TextChoices):
     """Why an interval deserves a second look. Ingestion records them; it never drops the usage."""
 

@@ -22,6 +22,7 @@ from django.utils import timezone as dj_timezone
 
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
+from intake.services import request_approve, request_submit
 from portal.errors import DomainError
 from portal.models import Team
 
@@ -132,8 +133,6 @@ def demo_pods(gpu_request: GpuRequest, *, start: datetime, now: datetime) -> lis
 
 
 def _demo_requests(users: dict) -> list[GpuRequest]:
-    from intake.services import request_approve, request_submit
-
     platform = users["pat"]
     for team_slug, name, requester, answers in DEMO_REQUESTS:
         team = Team.objects.get(slug=team_slug)

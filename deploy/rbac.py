@@ -71,6 +71,9 @@ RULES: tuple[Rule, ...] = (
     Rule("Each team namespace's NetworkPolicies (default-deny ingress; ingress controller and metrics scraper "
          "admitted), applied with the namespace and kept on cancel.",
          APPLY, ("networking.k8s.io",), ("networkpolicies",)),
+    Rule("Clusters without Kueue: each team namespace's ValidatingAdmissionPolicy and binding refusing GPU pods the "
+         "portal did not approve (cluster-scoped, applied with the namespace, kept on cancel; docs/admission-check.md).",
+         APPLY, ("admissionregistration.k8s.io",), ("validatingadmissionpolicies", "validatingadmissionpolicybindings")),
     Rule("Per-request Services, applied and torn down on cancel.",
          APPLY_AND_TEAR_DOWN, ("",), ("services",)),
     Rule("Inference and development workloads.",
@@ -95,10 +98,8 @@ RULES: tuple[Rule, ...] = (
          APPLY, ("scheduling.run.ai",), ("queues",)),
     Rule("Kueue LocalQueue of each team namespace (kept on cancel).",
          APPLY, ("kueue.x-k8s.io",), ("localqueues",)),
-    Rule("The policy's priority tiers (docs/preemption.md): PriorityClasses, cluster-scoped, kept on cancel.",
-         APPLY, ("scheduling.k8s.io",), ("priorityclasses",)),
-    Rule("The policy's priority tiers for Kueue: WorkloadPriorityClasses, cluster-scoped, kept on cancel.",
-         APPLY, ("kueue.x-k8s.io",), ("workloadpriorityclasses",)),
+    Rule("PriorityClasses of the policy's tiers (docs/preemption.md).", APPLY, ("scheduling.k8s.io",), ("priorityclasses",)),
+    Rule("Kueue WorkloadPriorityClasses of the policy's tiers.", APPLY, ("kueue.x-k8s.io",), ("workloadpriorityclasses",)),
     Rule("Kueue admission check (provisioning/admission.py): the portal's AdmissionCheck gpu-portal-approval, "
          "server-side applied, read back for its generation.",
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),

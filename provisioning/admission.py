@@ -25,13 +25,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from intake.choices import RequestOrigin, RequestStatus
+from intake.found import CannotDecide, answers_from_pod_template, request_found_in_cluster
 from intake.models import GpuRequest
+from portal.dispatch import send_now
 from portal.models import Team
 
 from gpu.catalogue import load_catalogue
 from . import contract
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError
 from .kube.workloads import (
     list_workloads,
@@ -130,8 +133,6 @@ def _team_of(namespace: str) -> Team | None:
 
 def _bind(row: AdmissionWorkload, workload: dict) -> bool:
     """Give a new row its request: the portal's own, or one found in the cluster. Returns True if found."""
-    from intake.found import CannotDecide, answers_from_pod_template, request_found_in_cluster
-
     labels = workload_pod_labels(workload)
     if labels.get(MANAGED_BY_KEY) == MANAGED_BY:
         row.request, row.message = _portal_request(row.namespace, row.owner_name, labels)
@@ -212,8 +213,6 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
 def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: KubeClient | None = None) -> AdmissionRun:
     """One controller run for a cluster: install the check, LIST the Workloads and decide each, then WATCH for
     `watch_seconds` deciding each change. A Kubernetes error ends the run (the next run lists again)."""
-    from .kube.connection import cluster_connection
-
     cluster = Cluster.objects.get(pk=cluster_id)
     run = AdmissionRun(cluster=cluster.name)
     if cluster.gang_scheduler != "kueue" or not cluster.api_server or not cluster.enabled:
@@ -253,10 +252,9 @@ def _reconcile_quietly(kube: KubeClient, cluster: Cluster, workload: dict, run: 
 
 def admission_checks_sync_all() -> list[int]:
     """Beat: one controller run per enabled Kueue cluster reached through its API server. Returns their ids."""
-    from . import tasks
-
     ids = list(Cluster.objects.filter(enabled=True, gang_scheduler="kueue").exclude(api_server="")
                .order_by("name").values_list("pk", flat=True))
     for cluster_id in ids:
-        tasks.admission_checks_sync.apply_async(args=[cluster_id], expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
+        send_now("provisioning.admission_checks_sync", cluster_id, what=f"the admission check of cluster {cluster_id}",
+                 expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
     return ids

@@ -1,6 +1,6 @@
 """Why an approved request is not (fully) running, what would unblock it and when it is likely to start. Pure: the
 scheduler objects come in as the API server's dicts, the capacity as the fit check's answer, the running work as
-plain holders; no Django, no I/O. `provisioning.waits` reads the cluster and stores what this says.
+plain holders; no Django, no I/O. `provisioning.wait_refresh` reads the cluster and stores what this says.
 
 The reasons are read from the objects the schedulers write, in their own vocabulary:
 - Kueue v0.19 (kubernetes-sigs/kueue v0.19.2, `apis/kueue/v1beta2/workload_types.go`): the Workload conditions

@@ -11,7 +11,7 @@ from gpu.catalogue import GpuModelSpec
 from gpu.vocabulary import (DRA, KAI, MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES,
                             STRATEGY_WORDS, TIME_SLICING, TRAINING, WHOLE_GPU)
 
-from ..multinode import multi_node_decision
+from .multinode import multi_node_decision
 from ..words import GANG_BACKEND_WORDS
 from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode, Priority
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec

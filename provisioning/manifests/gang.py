@@ -27,7 +27,26 @@ it for pods it groups itself: Volcano's PodGroup controller takes `spec.queue` f
 `scheduling.volcano.sh/queue-name` (volcano v1.15.1 `pkg/controllers/podgroup/pg_controller_handler.go`,
 `buildPodGroupFromPod`); KAI's pod-grouper from the `kai.scheduler/queue` label of the top owner, else the pod
 (KAI v0.17.0 `pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go`, `CalcPodGroupQueue`).
-Kueue and the native Workload API work with the default scheduler, so nothing changes there.
+The native Workload API works with the default scheduler, so nothing changes there.
+
+On a Kueue cluster every GPU workload goes through the team's LocalQueue, gang or not (`kueue_wiring`): Kueue's
+quota describes what is free only if every GPU pod is admitted through it (issue 23, item 7). Read at
+kubernetes-sigs/kueue v0.19.2:
+- Job (one-replica training): the batch/job integration, the queue-name label on the Job and `suspend: true`, as
+  for a gang (`pkg/controller/jobs/job/job_webhook.go`).
+- Deployment (inference, development): the `deployment` integration (`pkg/controller/jobs/deployment/
+  deployment_webhook.go` Default): the queue-name label goes on the Deployment's metadata; Kueue's webhook copies
+  it to the pod template with `kueue.x-k8s.io/managed` and the `suspended-by-parent` annotation, and the `pod`
+  integration then admits each pod as a Workload of its own (`site/content/en/docs/tasks/run/deployment.md`: every
+  pod of a Deployment is an independent plain pod; on scale-out new pods wait, gated, for quota).
+- Pod templates carry the queue-name label too (what Kueue's Deployment webhook writes anyway, so server-side
+  apply and Kueue agree on the field). On a Job's (or JobSet's) pods it does not make Kueue manage them a second
+  time: the pod webhook leaves a pod alone when an owner up its chain is a Kueue-managed job
+  (`pkg/controller/jobs/pod/pod_webhook.go` Default, `pkg/controller/jobframework/reconciler.go`
+  FindAncestorJobManagedByKueue).
+Kueue must run the `batch/job`, `pod` and `deployment` integrations (`integrations.frameworks` in its
+Configuration, `apis/config/v1beta2/configuration_types.go`; all three are in the default
+`config/components/manager/controller_manager_config.yaml`, plus `jobset.x-k8s.io/jobset` where JobSet runs).
 """
 
 from __future__ import annotations
@@ -100,9 +119,11 @@ def gang_wiring(
 
 
 def scheduler_wiring(ctx: RenderContext) -> GangWiring | None:
-    """Marks for a pod without a gang on a cluster whose GPU nodes a gang scheduler owns (module doc); None when
-    the default scheduler places it."""
+    """Marks for a pod without a gang on a cluster whose GPU nodes a gang scheduler owns, or whose GPUs Kueue's
+    quota admits (module doc); None when the default scheduler places it unqueued."""
     backend = ctx.cluster.gang_scheduler
+    if backend == KUEUE:
+        return kueue_wiring(ctx, suspend=ctx.request.workload_class == TRAINING)
     if backend not in SCHEDULER_NAMES or not ctx.cluster.gang_scheduler_owns_gpu_nodes:
         return None
     queue = team_queue_name(ctx.request.team)
@@ -200,16 +221,21 @@ def _kai(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiri
 # --- Kueue -----------------------------------------------------------------------------------------------------
 
 
+def kueue_wiring(ctx: RenderContext, *, suspend: bool) -> GangWiring:
+    """The team's LocalQueue on the workload and its pods (module doc); a Job is also created suspended (Kueue
+    unsuspends it on admission). A Deployment has no `suspend`: Kueue gates its pods instead."""
+    queue = {KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)}
+    return GangWiring(job_labels=dict(queue), job_spec={"suspend": True} if suspend else {}, pod_labels=dict(queue))
+
+
 def _kueue(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
     # No partial admission (`kueue.x-k8s.io/job-min-parallelism`): on an Indexed Job it lowers parallelism but
     # keeps completions, so the missing ranks would run later, one after another: never a gang. Kueue admits
     # all replicas at once, which also satisfies a gang minimum below the replica count.
     topology = gang_topology(ctx)
-    return GangWiring(
-        job_labels={KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)},
-        job_spec={"suspend": True},
-        pod_annotations={KUEUE_REQUIRED_TOPOLOGY: topology[0]} if topology else {},
-    )
+    wiring = kueue_wiring(ctx, suspend=True)
+    wiring.pod_annotations = {KUEUE_REQUIRED_TOPOLOGY: topology[0]} if topology else {}
+    return wiring
 
 
 # --- native Workload API ---------------------------------------------------------------------------------------

@@ -20,10 +20,13 @@ Per backend:
   (`pkg/podgrouper/podgrouper/plugins/constants/constants.go` PreemptibilityLabelKey, `defaultgrouper/
   default_grouper.go` calcPodGroupPreemptibilityWithDefaults). KAI treats values >= 100 as non-preemptible unless
   told (`docs/priority/README.md`), so the label is always written.
-- kueue (v0.19.2): a `kueue.x-k8s.io/v1beta2` WorkloadPriorityClass of the same name and value (CRD
-  `config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml`), named by the Job's label
-  `kueue.x-k8s.io/priority-class` (`pkg/controller/constants/constants.go` WorkloadPriorityClassLabel): Kueue
-  preempts admitted Workloads by it; the pods' PriorityClass still orders the default scheduler.
+- kueue (v0.19.2): every GPU workload goes through Kueue (gang.py), so a `kueue.x-k8s.io/v1beta2`
+  WorkloadPriorityClass of the same name and value (CRD `config/components/crd/bases/
+  kueue.x-k8s.io_workloadpriorityclasses.yaml`) is named by the label `kueue.x-k8s.io/priority-class`
+  (`pkg/controller/constants/constants.go` WorkloadPriorityClassLabel) on the Job or Deployment and on its pod
+  template, where Kueue's Deployment webhook copies it anyway (`pkg/controller/jobs/deployment/
+  deployment_webhook.go` Default): Kueue orders and preempts Workloads by it; the pods' PriorityClass still orders
+  the default scheduler.
 - native Workload API (KEP-4671): 1.35's v1alpha1 Workload has no priority; 1.36's v1alpha2 PodGroup and pod group
   template have `priorityClassName` behind the alpha gate WorkloadAwarePreemption (written only where the cluster
   declares it); 1.37's v1beta1 adds `preemptionPolicy`, the gate merged into GenericWorkload (kubernetes-validate
@@ -83,8 +86,8 @@ def build_workload_priority_class(ctx: RenderContext, priority: PrioritySpec) ->
 
 
 def kueue_manages(ctx: RenderContext) -> bool:
-    """Kueue admits the request's Job (a gang on a Kueue cluster: gang.py `_kueue`)."""
-    return ctx.request.gang is not None and ctx.request.gang.backend == KUEUE
+    """Kueue admits the request's workload: every GPU workload on a Kueue cluster (gang.py `kueue_wiring`)."""
+    return ctx.cluster.gang_scheduler == KUEUE
 
 
 def priority_objects(ctx: RenderContext) -> list[dict]:
@@ -122,12 +125,14 @@ def pod_priority(ctx: RenderContext) -> tuple[dict, dict, dict]:
             annotations[VOLCANO_COOLDOWN] = cooldown
     elif backend == KAI:
         labels[KAI_PREEMPTIBILITY_LABEL] = kai_preemptibility(priority)
+    elif kueue_manages(ctx):
+        labels[KUEUE_PRIORITY_CLASS_LABEL] = priority_class_name(priority)
     return labels, annotations, spec
 
 
 def owner_labels(ctx: RenderContext) -> dict[str, str]:
     """Labels of the pods' top owner (Job, JobSet, Deployment): KAI's pod-grouper reads the owner's first; Kueue
-    reads the WorkloadPriorityClass label on the Job it admits."""
+    reads the WorkloadPriorityClass label on the workload it admits."""
     priority = ctx.request.priority
     if priority is None:
         return {}

@@ -215,14 +215,19 @@ def build_pod_disruption_budget(ctx: RenderContext, name: str) -> dict:
     }
 
 
-def build_deployment(ctx: RenderContext, name: str, template: dict, *, replicas: int, rolling: bool) -> dict:
+def build_deployment(
+    ctx: RenderContext, name: str, template: dict, *, replicas: int, rolling: bool, gang: GangWiring | None = None
+) -> dict:
+    """`gang`: only its workload labels apply (a Kueue queue, a KAI queue); a Deployment has no suspend."""
+    metadata = ctx.metadata(name)
+    metadata["labels"].update(owner_labels(ctx))
+    if gang:
+        metadata["labels"].update(gang.job_labels)
     if rolling:
         # maxSurge 0: a rollout never needs a spare GPU the team's quota may not have.
         strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     else:
         strategy = {"type": "Recreate"}
-    metadata = ctx.metadata(name)
-    metadata["labels"].update(owner_labels(ctx))
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -242,10 +242,8 @@ def _follow(cluster: Cluster, kube: KubeClient, store: PodStore, seconds: int, c
 
 def status_reconcile_all() -> list[int]:
     """Beat: one reconciliation task per enabled cluster. Returns the cluster ids dispatched."""
-    from .. import tasks
-
     ids = list(Cluster.objects.filter(enabled=True).order_by("name").values_list("pk", flat=True))
     # A run that cannot start before the next beat is pointless: the next one replaces it.
     return [cluster_id for cluster_id in ids
-            if send_now(tasks.cluster_status_reconcile, cluster_id, what=f"the reconciliation of cluster {cluster_id}",
+            if send_now("provisioning.cluster_status_reconcile", cluster_id, what=f"the reconciliation of cluster {cluster_id}",
                         expires=settings.PORTAL_RECONCILE_INTERVAL_SECONDS)]

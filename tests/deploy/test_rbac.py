@@ -179,6 +179,10 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     apply("/apis/scheduling.volcano.sh/v1beta1/queues/team-a", {"kind": "Queue"})
     apply("/apis/scheduling.k8s.io/v1/priorityclasses/gpu-portal-training", {"kind": "PriorityClass"})
     apply("/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/gpu-portal-training", {"kind": "WorkloadPriorityClass"})
+    admission = "/apis/admissionregistration.k8s.io/v1"  # clusters without Kueue: the team's admission policy
+    apply(f"{admission}/validatingadmissionpolicies/gpu-portal-pods-team-a", {"kind": "ValidatingAdmissionPolicy"})
+    apply(f"{admission}/validatingadmissionpolicybindings/gpu-portal-pods-team-a",
+          {"kind": "ValidatingAdmissionPolicyBinding"})
     for group, version, plural in NAMESPACED:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
     request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner

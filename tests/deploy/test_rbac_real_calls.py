@@ -24,6 +24,7 @@ from provisioning.queue_waits import queue_wait_refresh
 from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
 from kubesim import kueue
+from kubesim.resources import ServedResource
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import seed_fleet
 
@@ -33,6 +34,13 @@ TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "ba
             "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
 NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
             "image": "jupyter/base-notebook:latest"}
+
+
+ADMISSION_POLICY_RESOURCES = (
+    ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False),
+    ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings",
+                   "ValidatingAdmissionPolicyBinding", False),
+)
 
 
 @pytest.fixture
@@ -62,9 +70,13 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
     inventory, fake, eager_celery, engineer, team_a, platform_user, django_capture_on_commit_callbacks, settings
 ):
     settings.PORTAL_RECONCILE_WATCH_SECONDS = 1
+    # The fake serves ValidatingAdmissionPolicies as a real 1.36 API server does, and discovery saw it: the clusters
+    # without Kueue get each team namespace's policy and binding (docs/admission-check.md).
+    fake.install(*ADMISSION_POLICY_RESOURCES)
     for name, version, model in (("gpu-east", "1.36", "device_plugin"), ("gpu-west", "1.36", "dra")):
         call_command("register_cluster", name, "--server", fake.url, "--token", "t", "--ca-cert-file", fake.ca_file,
                      "--kubernetes-version", version, "--scheduling-model", model, stdout=StringIO())
+    Cluster.objects.update(serves_admission_policies=True)
     cluster_declare(name="gpu-west", pools=[{"name": "b200-shared", "gpu_model": "B200-180GB", "node_count": 1,
                                              "gpus_per_node": 8, "sharing_mode": "time_slicing",
                                              "time_slicing_replicas": 4, "driver_version": "580.65.06"}])

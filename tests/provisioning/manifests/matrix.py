@@ -90,7 +90,7 @@ POOLS = {
 }
 EQUIVALENTS = {"whole_gpu": "1", "mig": "0.142857", "time_slicing": "0.25", "mps": "0.25"}
 # The shipped policy's priority per workload class (intake/default_policy.py), as the renderer receives it: every
-# case renders its tier's PriorityClass, and a Kueue gang its WorkloadPriorityClass.
+# case renders its tier's PriorityClass, and a case on a Kueue cluster its WorkloadPriorityClass.
 PRIORITIES = {
     "training": PrioritySpec(tier="training", value=10000, preemptible=True, grace_seconds=600,
                              min_runtime_minutes=120),
@@ -162,14 +162,15 @@ def make_team(scheduling_model: str = "device_plugin") -> TeamSpec:
 
 
 def expected_error(shape: str, backend: str, version: str, strategy: str = "", model: str = "") -> str | None:
+    if backend == "kueue" and model == "dra" and strategy == "mps":
+        # Kueue admits every GPU workload of its cluster and takes no claim config: no MPS server, a plain whole GPU
+        return "could not start an MPS server"
     if shape != "training_gang":
         return None
     if backend == "none":
         return "no gang scheduler"
     if backend == "native" and version == "1.34":
         return "no native gang scheduling"
-    if backend == "kueue" and model == "dra" and strategy == "mps":
-        return "could not start an MPS server"  # Kueue takes no claim config: no MPS server, a plain whole GPU
     return None
 
 
@@ -193,6 +194,7 @@ def cases() -> list[Case]:
             # The native gang needs its (off by default) gates declared; their absence is tested on its own.
             feature_gates=(NATIVE_GATES.get(version, ()) + NATIVE_PRIORITY_GATE.get(version, ())
                            if backend == "native" else ()),
+            admission_policies=True,  # every supported minor serves admissionregistration.k8s.io/v1 policies
         )
         found.append(
             Case(
@@ -207,8 +209,9 @@ def cases() -> list[Case]:
 
 
 def priority_object_count(case: Case) -> int:
-    """The tier's PriorityClass, and a Kueue gang's WorkloadPriorityClass."""
-    return 1 + (1 if case.request.gang and case.request.gang.backend == "kueue" else 0)
+    """The tier's PriorityClass, and on a Kueue cluster (every GPU workload goes through Kueue) its
+    WorkloadPriorityClass."""
+    return 1 + (1 if case.cluster.gang_scheduler == "kueue" else 0)
 
 
 def expected_object_count(case: Case) -> int:
@@ -216,6 +219,8 @@ def expected_object_count(case: Case) -> int:
     team_objects = 2 + (1 if case.cluster.gang_scheduler in ("kueue", "kai", "volcano") else 0)
     team_objects += 1 + (1 if case.cluster.ingress_controller else 0)  # default-deny, ingress-controller policies
     team_objects += priority_object_count(case)
+    if case.cluster.admission_policies and case.cluster.gang_scheduler != "kueue":
+        team_objects += 2  # ValidatingAdmissionPolicy + binding (issue 23 item 8)
     claim = 1 if case.cluster.scheduling_model == "dra" else 0
     workload_class = case.request.workload_class
     if workload_class == "training":

@@ -17,7 +17,7 @@ def class_name(priority) -> str:
 def expected_priority_fields(case) -> int:
     """Pods: priorityClassName + terminationGracePeriodSeconds. Volcano: pod preemptable (+ cooldown for training),
     a gang's PodGroup priorityClassName + preemptable. KAI: pod and owner preemptibility labels, a gang's PodGroup
-    priorityClassName + preemptibility. Kueue gang: the Job's priority-class label. Native gang: 1.36 the template's
+    priorityClassName + preemptibility. Kueue (every workload): the priority-class label on the owner and the pods. Native gang: 1.36 the template's
     and PodGroup's priorityClassName, 1.37 those and both preemptionPolicy."""
     backend, version, request = case.cluster.gang_scheduler, case.cluster.kubernetes_version, case.request
     count = 2
@@ -25,8 +25,8 @@ def expected_priority_fields(case) -> int:
         count += 1 + (1 if request.workload_class == "training" else 0) + (2 if request.gang else 0)
     elif backend == "kai":
         count += 2 + (2 if request.gang else 0)
-    elif backend == "kueue" and request.gang:
-        count += 1
+    elif backend == "kueue":
+        count += 2
     elif backend == "native" and request.gang:
         count += {"1.35": 0, "1.36": 2, "1.37": 4}[version]
     return count
@@ -68,8 +68,9 @@ def check_priority_fields(case, objects) -> int:
         for group in groups:
             same(group["spec"]["priorityClassName"], name, "kai PodGroup priorityClassName")
             same(group["spec"]["preemptibility"], wanted, "kai PodGroup preemptibility")
-    elif backend == "kueue" and case.request.gang:
-        same(owner_labels[KUEUE_PRIORITY_CLASS], name, "kueue priority-class label")
+    elif backend == "kueue":
+        same(owner_labels[KUEUE_PRIORITY_CLASS], name, "kueue owner priority-class label")
+        same(meta["labels"][KUEUE_PRIORITY_CLASS], name, "kueue pod priority-class label")
         [wpc] = [o for o in objects if o["kind"] == "WorkloadPriorityClass"]
         assert (wpc["metadata"]["name"], wpc["value"]) == (name, priority.value)
     elif backend == "native" and case.request.gang:

@@ -363,6 +363,45 @@ def _break_kai_dra_mig_quota(objects, inventory, admitted):
     return objects, inventory, admitted
 
 
+def _break_kueue_bypass(objects, inventory, admitted):
+    # An inference Deployment on a Kueue cluster without the team's LocalQueue: its GPUs bypass Kueue's quota.
+    deployment = objects[-1]
+    del deployment["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    del deployment["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    return objects, inventory, admitted
+
+
+def _break_kueue_unsuspended(objects, inventory, admitted):
+    objects[-1]["spec"].pop("suspend")
+    return objects, inventory, admitted
+
+
+def _break_policy_warns(objects, inventory, admitted):
+    _kind(objects, "ValidatingAdmissionPolicyBinding")[0]["spec"]["validationActions"] = ["Warn"]
+    return objects, inventory, admitted
+
+
+def _break_policy_cel(objects, inventory, admitted):
+    _kind(objects, "ValidatingAdmissionPolicy")[0]["spec"]["validations"][0]["expression"] = "variables.rid in (variables.owners"
+    return objects, inventory, admitted
+
+
+def _break_policy_size(objects, inventory, admitted):
+    # The request's pods now ask 4 GPUs while the policy still admits the 2 that were approved.
+    limits = objects[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits["nvidia.com/gpu"] = 1
+    policy = _kind(objects, "ValidatingAdmissionPolicy")[0]
+    for variable in policy["spec"]["variables"]:
+        if variable["name"] == "limits":
+            variable["expression"] = variable["expression"].replace(": 2}", ": 0}")
+    return objects, inventory, admitted
+
+
+def _break_policy_missing(objects, inventory, admitted):
+    objects = [o for o in objects if not o["kind"].startswith("ValidatingAdmissionPolicy")]
+    return objects, inventory, admitted
+
+
 # (case, breakage, rule, words the message must contain)
 BREAKAGES = [
     ("whole_gpu-device_plugin-volcano-1.36-inference-plain", _break_scheduler, "scheduler", "scheduled by volcano"),
@@ -432,6 +471,16 @@ BREAKAGES = [
      "disagree: Kueue and the scheduler would order the work differently"),
     ("whole_gpu-device_plugin-kai-1.37-training_gang-plain", _break_pod_group_priority, "priority",
      "priorityClassName 'train-urgent': no such PriorityClass"),
+    ("whole_gpu-device_plugin-kueue-1.36-inference-plain", _break_kueue_bypass, "kueue-queue",
+     "would bypass Kueue's quota"),
+    ("whole_gpu-dra-kueue-1.36-training_single-plain", _break_kueue_unsuspended, "kueue-queue",
+     "not created suspended"),
+    ("whole_gpu-device_plugin-volcano-1.36-inference-plain", _break_policy_warns, "admission-policy", "not [Deny]"),
+    ("whole_gpu-dra-native-1.37-training_single-plain", _break_policy_cel, "admission-policy", "unclosed '('"),
+    ("whole_gpu-device_plugin-native-1.36-inference-plain", _break_policy_size, "admission-policy",
+     "the policy admits 0"),
+    ("whole_gpu-dra-none-1.35-development-plain", _break_policy_missing, "admission-policy",
+     "no ValidatingAdmissionPolicy bound with Deny"),
 ]
 
 
@@ -439,6 +488,8 @@ BREAKAGES = [
                          ids=[f"{b[2]}-{b[1].__name__.removeprefix('_break_')}" for b in BREAKAGES])
 def test_a_broken_object_set_is_caught_by_its_rule(case_id, breakage, rule, words):
     objects, inventory, admitted = breakage(*_setup(case_id))
+    if rule != "admission-policy":  # a pod changed by hand no longer fits its approval either: that rule's own case
+        inventory = replace(inventory, admission_policies=False)
 
     report = check(objects, inventory, admitted)
 
