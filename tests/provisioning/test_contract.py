@@ -84,7 +84,7 @@ def test_reconciliation_metering_and_discovery_read_one_pod_alike():
     assert [(p.request_id, p.team) for p in parse_pods([labelled, unlabelled])] == [(7, "team-b"), (None, "")]
     assert request_id_of(unlabelled, contract.DEFAULT_LABEL_DOMAIN) is None
     usage = pod_usage(_pod(), label_domain=DOMAIN)
-    assert (usage.request_id, usage.team, usage.gpu_model, usage.mig_profile, usage.devices,
+    assert (usage.claimed_request_id, usage.team, usage.gpu_model, usage.mig_profile, usage.devices,
             usage.annotated_equivalents) == (42, "team-a", "H200-141GB", "1g.18gb", 1, "0.142857")
 
 
