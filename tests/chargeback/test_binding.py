@@ -210,7 +210,7 @@ def test_a_pod_in_another_teams_namespace_labelled_with_a_pending_request_is_bil
     assert not [p for p in portal_pods(lab, lab["approved"]) if p["metadata"]["name"] in page]
 
 
-def test_one_pod_whose_annotations_do_not_fit_never_stops_metering(lab, api, platform_user, finance_user):
+def test_one_pod_whose_annotations_do_not_fit_never_stops_metering(lab, api, platform_user, finance_user, caplog):
     """An annotation over its column (41 characters of GPU model) used to raise DataError varchar(40) on every
     pass; a malformed start time failed the whole pass. Now the one is read as absent and reported, the other pod
     skipped and reported, and every other pod is metered."""
@@ -233,6 +233,7 @@ def test_one_pod_whose_annotations_do_not_fit_never_stops_metering(lab, api, pla
     [collection] = usage_collect(cluster_name="gpu-lab")
     assert collection.status == "ok" and collection.pods_unreadable == 1
     assert "gpu-team-a/long-model: skipped, unreadable status (ValueError)" in collection.message
+    assert "gpu-team-a/long-model: skipped, unreadable status" in caplog.text  # and in the worker's log
     assert interval_of(api, platform_user, late["metadata"]["uid"])["team"] == "team-b"  # the others are metered
     health = api(finance_user).get("/api/v1/chargeback/collections/").json()["results"][0]
     assert (health["status"], health["pods_unreadable"]) == ("ok", 1)
