@@ -237,3 +237,33 @@ def test_one_pod_whose_annotations_do_not_fit_never_stops_metering(lab, api, pla
     assert interval_of(api, platform_user, late["metadata"]["uid"])["team"] == "team-b"  # the others are metered
     health = api(finance_user).get("/api/v1/chargeback/collections/").json()["results"][0]
     assert (health["status"], health["pods_unreadable"]) == ("ok", 1)
+
+
+TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60,
+            "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
+
+
+def test_a_jobsets_pods_are_billed_through_the_jobs_it_made_to_the_request(lab, api, platform_user, engineer,
+                                                                          django_capture_on_commit_callbacks):
+    """Pod -> Job (made by the JobSet controller, never applied by the portal) -> JobSet (applied): the collector
+    reads the Jobs between, and the chain reaches the UID the portal recorded."""
+    from provisioning.models import Cluster
+
+    Cluster.objects.filter(name="gpu-lab").update(gang_scheduler="volcano", jobset_installed=True)
+    gpu_request = request_submit(user=engineer, team=lab["approved"].team, name="train", raw_answers=TRAINING)
+    if gpu_request.status == "pending_approval":
+        with django_capture_on_commit_callbacks(execute=True):
+            request_approve(user=platform_user, request_id=gpu_request.pk)
+    applied = AppliedObject.objects.get(request=gpu_request, kind="JobSet")
+    for _ in range(3):
+        lab["clock"].advance(5)
+        lab["simulation"].tick()
+    ranks = portal_pods(lab, gpu_request)
+    assert len(ranks) == 2 and {p["status"]["phase"] for p in ranks} == {"Running"}
+    [job_ref] = {(r["kind"], r["uid"]) for p in ranks for r in p["metadata"]["ownerReferences"]}
+    assert job_ref[0] == "Job" and job_ref[1] != applied.uid  # the JobSet's child Job, not the applied object
+    [collection] = usage_collect(cluster_name="gpu-lab")
+    assert collection.status == "ok" and collection.found_in_cluster == 0, collection.message
+    for rank in ranks:
+        interval = interval_of(api, platform_user, rank["metadata"]["uid"])
+        assert (interval["request"], interval["flags"]) == (gpu_request.pk, [])
