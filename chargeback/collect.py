@@ -9,7 +9,9 @@ from provisioning.kube.connection import cluster_connection
 from provisioning.kube.errors import PermanentKubeError, kube_errors
 from provisioning.kube.inventory_reads import get_node, list_resource_slices
 from provisioning.kube.reads import list_pods
-from provisioning.contract import MANAGED_BY, MANAGED_BY_KEY, controller_of, pod_identity
+from django.conf import settings
+
+from provisioning.contract import GPU_MODEL, MANAGED_BY, MANAGED_BY_KEY, controller_of, pod_annotation, pod_identity
 
 from .allocation import ClusterFacts, uses_claims
 
@@ -34,7 +36,10 @@ def pods_and_facts(cluster) -> tuple[list[dict], ClusterFacts]:
         claims = _list(kube, "resource.k8s.io/v1", "ResourceClaim", selector) if dra else []
         slices = list_resource_slices(kube) if dra else []
         rules = _taint_rules(kube) if dra and failed else []
-        node_names = sorted({(p.get("spec") or {}).get("nodeName") for p in failed} - {None, ""})
+        # The nodes of failed pods (hardware credits) and of pods that do not say their GPU model (found in the
+        # cluster: priced by the node's nvidia.com/gpu.product).
+        unsaid = [p for p in pods if not pod_annotation(p, GPU_MODEL, settings.PORTAL_LABEL_DOMAIN)]
+        node_names = sorted({(p.get("spec") or {}).get("nodeName") for p in failed + unsaid} - {None, ""})
         nodes = [node for node in (_node(kube, name) for name in node_names) if node]
     return pods, ClusterFacts(claims=tuple(claims), slices=tuple(slices), taint_rules=tuple(rules), nodes=tuple(nodes),
                               owners=tuple(owners))

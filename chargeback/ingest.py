@@ -67,6 +67,7 @@ class PodUsage:
     claimed_request_id: int | None = None  # its request-id label: a claim, not what it is billed as
     resource_devices: int | None = None  # GPUs, slices or replicas its containers ask for (spec resources)
     problems: tuple[str, ...] = ()  # what was read as absent because it did not fit
+    node: str = ""  # spec.nodeName: where a pod that does not say its GPU model ran
 
 
 # The columns the fields are stored in (chargeback.models.UsageInterval); tests/chargeback check they agree.
@@ -201,6 +202,7 @@ def pod_usage(pod: dict, *, label_domain: str, owners: contract.Owners = NO_OWNE
         claimed_request_id=identity.request_id,
         resource_devices=resource_devices(pod),
         problems=tuple(problems),
+        node=_text((pod.get("spec") or {}).get("nodeName")),
     )
 
 

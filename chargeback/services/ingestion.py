@@ -41,6 +41,7 @@ from .locks import frozen_until, lock_cluster
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5000
+PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's label (docs/chargeback.md)
 
 
 @dataclass
@@ -114,7 +115,7 @@ def _share(strategy, devices, gpu_model, mig_profile, replicas, annotation, *, c
 
 
 def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, catalogue, policy,
-               shares: dict) -> tuple | str:
+               shares: dict, node_models: dict) -> tuple | str:
     """The interval row for one record, or why it cannot be billed (a string)."""
     flags: list[str] = []
     request = requests.get(record.request_id) if record.request_id else None
@@ -140,7 +141,7 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
         return decided
 
     strategy = from_request(record.strategy, decision and decision.strategy)
-    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model)
+    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model) or node_models.get(record.node, "")
     mig_profile = from_request(record.mig_profile, decision and decision.mig_profile) if strategy == "mig" else ""
     # What its containers ask for is what it holds (a copyable annotation may say less); then the annotation.
     devices = record.resource_devices or record.devices or from_request(None, decision and decision.gpus_per_replica)
@@ -279,10 +280,11 @@ def usage_ingest(
     with transaction.atomic():
         lock_cluster(cluster_name)
         requests, teams, pools = _context(records)
-        rows, shares = [], {}
+        rows, shares, node_models = [], {}, _node_models(facts, catalogue)
         for record in records:
             row = _usage_row(record, cluster_name=cluster_name, requests=requests, teams=teams, pools=pools,
-                             catalogue=catalogue, policy=policy, shares=shares)
+                             catalogue=catalogue, policy=policy, shares=shares,
+                             node_models=node_models)
             if isinstance(row, str):
                 result.skipped.append(row)
                 continue
@@ -340,6 +342,17 @@ def _larger_than_approved(record: PodUsage, decision: Decision) -> bool:
     """The pod's containers ask for more devices than were approved per pod (where both are known)."""
     approved = decision.gpus_per_replica
     return bool(record.resource_devices and approved and record.resource_devices > approved)
+
+
+def _node_models(facts: ClusterFacts | None, catalogue) -> dict[str, str]:
+    """Node name -> the catalogue model its `nvidia.com/gpu.product` label (GPU feature discovery) names."""
+    found = {}
+    for node in (facts.nodes if facts else ()):
+        metadata = node.get("metadata") or {}
+        model = catalogue.model_by_product(str((metadata.get("labels") or {}).get(PRODUCT_LABEL, "")))
+        if model is not None:
+            found[metadata.get("name", "")] = model.key
+    return found
 
 
 def _uid(pod) -> str:

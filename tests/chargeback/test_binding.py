@@ -267,3 +267,14 @@ def test_a_jobsets_pods_are_billed_through_the_jobs_it_made_to_the_request(lab, 
     for rank in ranks:
         interval = interval_of(api, platform_user, rank["metadata"]["uid"])
         assert (interval["request"], interval["flags"]) == (gpu_request.pk, [])
+
+
+def test_a_copy_that_does_not_say_its_gpu_model_is_priced_by_its_nodes_and_billed_to_the_namespace(
+        lab, api, platform_user):
+    pod = copy_of(lab, lab["approved"], namespace="gpu-team-a", gpus=2)
+    pod["metadata"]["annotations"] = {}
+    created = create_and_collect(lab, pod)
+    interval = interval_of(api, platform_user, created["metadata"]["uid"])
+    assert (interval["request"], interval["team"], interval["gpu_model"], interval["devices"]) == (
+        None, "team-a", "H100-80GB", 2)
+    assert interval["gpu_equivalents"] == "2" and "found_in_cluster" in interval["flags"]
