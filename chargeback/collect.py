@@ -4,13 +4,13 @@ what the portal applied, provisioning.contract.applied_request_id), the DRA clai
 claims, the device taint rules and nodes of pods that failed (chargeback.allocation, chargeback.credits.health)."""
 from __future__ import annotations
 
+from django.conf import settings
+
 from provisioning.kube.client import KubeClient, raw
 from provisioning.kube.connection import cluster_connection
 from provisioning.kube.errors import PermanentKubeError, kube_errors
 from provisioning.kube.inventory_reads import get_node, list_resource_slices
 from provisioning.kube.reads import list_pods
-from django.conf import settings
-
 from provisioning.contract import GPU_MODEL, MANAGED_BY, MANAGED_BY_KEY, controller_of, pod_annotation, pod_identity
 
 from .allocation import ClusterFacts, uses_claims
