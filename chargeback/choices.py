@@ -46,6 +46,8 @@ class Flag(models.TextChoices):
     CLUSTER_MISMATCH = "cluster_mismatch", "The cluster label disagrees with the cluster it was read from"
     FROM_REQUEST = "from_request", "A missing annotation was taken from the request's decision"
     ALLOCATION_MISMATCH = "allocation_mismatch", "The cluster allocated other than the approval: billed as allocated"
+    FOUND_IN_CLUSTER = "found_in_cluster", ("Not made by an object the portal applied: billed to the namespace's "
+                                            "team, for the platform team to look at")
 
 
 # Report dimensions, in the order they appear as CSV columns.

@@ -78,7 +78,11 @@ RULES: tuple[Rule, ...] = (
          APPLY_AND_TEAR_DOWN, ("",), ("services",)),
     Rule("Inference and development workloads.",
          APPLY_AND_TEAR_DOWN, ("apps",), ("deployments",)),
-    Rule("Training workloads; read one Job for its uid, which its gang objects name as their owner.",
+    Rule("Metering: the ReplicaSets between a Deployment the portal applied and its pods, listed by the portal's "
+         "labels, to follow a pod's owner chain by UID (docs/chargeback.md).",
+         ("list",), ("apps",), ("replicasets",)),
+    Rule("Training workloads; read one Job for its uid, which its gang objects name as their owner. Metering lists "
+         "the Jobs a JobSet made to follow its pods' owner chain.",
          (*APPLY_AND_TEAR_DOWN, "get"), ("batch",), ("jobs",)),
     Rule("Multi-pod training on clusters with JobSet (a failed rank restarts the whole gang); read one for its uid.",
          (*APPLY_AND_TEAR_DOWN, "get"), ("jobset.x-k8s.io",), ("jobsets",)),

@@ -66,6 +66,9 @@ BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
              categories=("all",)),
     _builtin("apps/v1", "statefulsets", "StatefulSet", True, "status", "scale", short_names=("sts",),
              categories=("all",)),
+    # What a Deployment's pods belong to on a real cluster; metering follows pods' owner chains through them.
+    _builtin("apps/v1", "replicasets", "ReplicaSet", True, "status", "scale", short_names=("rs",),
+             categories=("all",)),
     # The API's default for Jobs is to orphan their pods (kubectl passes Background explicitly).
     _builtin("batch/v1", "jobs", "Job", True, "status", default_propagation="Orphan", categories=("all",)),
     _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "status", short_names=("pdb",)),

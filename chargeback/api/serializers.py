@@ -176,7 +176,8 @@ class UsageCollectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = UsageCollection
         fields = ["id", "cluster", "listed_at", "complete", "status", "message", "source", "pods_seen",
-                  "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged"]
+                  "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged",
+                  "found_in_cluster", "pods_unreadable"]
         read_only_fields = fields
 
 

@@ -161,6 +161,8 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
 
     # Metering's read of the taint rules marking devices unhealthy (resource.k8s.io/v1 from Kubernetes 1.37).
     request("GET", "/apis/resource.k8s.io/v1/devicetaintrules")
+    # Metering's read of the ReplicaSets between the portal's Deployments and their pods (owner chains).
+    request("GET", "/apis/apps/v1/replicasets", [("labelSelector", "app.kubernetes.io/managed-by=gpu-portal")])
     # The dynamic client's discovery, as the fake records it: the version, then the groups and their versions.
     for path in ("/version", "/apis", "/api/v1", "/apis/scheduling.volcano.sh/v1beta1"):
         request("GET", path)

@@ -125,6 +125,13 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)  # resumes with a watch
     # A failed DRA pod: metering reads its claims, the devices' taint rules and its node for a hardware credit.
     fake.patch_status("v1", "Pod", "dra-0", "gpu-team-a", {"phase": "Failed"})
+    # A serving pod as a Deployment's ReplicaSet makes it: metering lists ReplicaSets to follow its owner chain.
+    replica_set = fake.put({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+        "name": "serve-7c5d6b258f", "namespace": "gpu-team-a",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-portal"}}, "spec": {"selector": {}, "template": {}}})
+    fake.patch("v1", "Pod", "serve-0", "gpu-team-a", {"metadata": {"ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-7c5d6b258f",
+         "uid": replica_set["metadata"]["uid"], "controller": True}]}})
     usage_collect()
     for name in ("gpu-h200-1", "gpu-h200-2"):
         fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))
