@@ -1,3 +1,4 @@
+# Kept whole: every permission of the portal declared once beside the check that the code uses exactly those; split, the two would drift.
 """The portal's Kubernetes permissions, declared once, and the check that they are exactly what the code uses.
 
 `RULES` is the single declaration: each rule says which code path needs it. From it come
