@@ -13,6 +13,8 @@ the pod is finished, restarts and back-off included (the device stays allocated 
   every container terminated — the latest `finishedAt` among those containers. A finished pod with no finish
   time recorded (an eviction) ends at its latest condition transition. Otherwise the interval stays open.
 * a pod none of whose containers has started yet (Pending, pulling) has no interval.
+* a pod the scheduler preempted (condition `DisruptionTarget`, reason `PreemptionByScheduler`) is marked: its
+  GPU time is the report's `preempted` category, what preemption cost its team.
 
 Init containers are not counted: GPU work runs in the main containers.
 
@@ -32,6 +34,7 @@ from gpu.vocabulary import MIG
 from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
 from provisioning import contract
 from provisioning.contract import parse_time as _parse_time
+from provisioning.reconcile.facts import PREEMPTION_BY_SCHEDULER
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 STRATEGIES = frozenset(STRATEGY_NAMES)
@@ -56,6 +59,7 @@ class PodUsage:
     started_at: datetime
     ended_at: datetime | None
     end_source: str  # "" open, "container", "pod_condition"
+    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -141,6 +145,9 @@ def pod_usage(pod: dict, *, label_domain: str) -> PodUsage | None:
         started_at=started_at,
         ended_at=ended_at,
         end_source=end_source,
+        preempted=any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                      and c.get("reason") == PREEMPTION_BY_SCHEDULER
+                      for c in (pod.get("status") or {}).get("conditions") or []),
     )
 
 
