@@ -22,6 +22,8 @@ from provisioning.inventory import team_quota_set
 from provisioning.kube.client import ClusterConnection, KubeClient
 from provisioning.models import Cluster
 from provisioning.reconcile import cluster_status_reconcile
+from provisioning.waits import request_wait_refresh
+from tests.conftest import client_for
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 GANG = {**eta.TRAINING, "gpus_per_replica": 8, "replicas": 2, "expected_hours": 0.5}  # 16 GPUs of the queue's 40
@@ -92,6 +94,12 @@ def test_a_kueue_preemption_is_recorded_on_the_evicted_request_and_its_owner_tol
     assert f"to make room for request #{high.pk}" in event.comment
     assert "due to prioritization in the ClusterQueue" in event.comment and "Evicted, reason Preempted" in event.comment
     assert not spared.events.filter(reason="Preempted").exists() and not high.events.filter(reason="Preempted").exists()
+    # Its wait explanation says who preempted it and why.
+    request_wait_refresh(request_id=victim.pk, now=NOW)  # what the beat's wait refresh runs, now
+    wait = client_for(engineer).get(f"/api/v1/requests/{victim.pk}/wait/").json()
+    [said] = [b for b in wait["blockers"] if b["source"].startswith("request history")]
+    assert said["reason"] == "Preempted" and f"request #{high.pk}" in said["words"]
+    assert any(b["reason"] == "Preempted" and "JobUID" in b["message"] for b in wait["blockers"])  # Kueue's own
     reconcile()
     kueue.step(fake, now=NOW.timestamp() + 120)  # the production gang is admitted
     reconcile()
