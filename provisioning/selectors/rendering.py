@@ -3,12 +3,12 @@ profile, team and request specs), and the rendered objects of one request."""
 from __future__ import annotations
 
 from gpu.catalogue import load_catalogue
-from gpu.vocabulary import REPLICATED
+from gpu.vocabulary import PRIORITY_VALUES, REPLICATED
 from intake.decisions import Decision
 
 from ..choices import SchedulingModel, SharingMode, Strategy
 from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
-from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, PrioritySpec, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
 from .snapshot import mig_ready_label
@@ -140,7 +140,17 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         gpu_equivalents_per_replica=f"{decision.gpu_equivalents_per_replica:.6f}",
         driver_branch=decision.driver.branch if decision.driver else None,
         dra_extended_resource=decision.dra_extended_resource,
+        priority=priority_spec(decision.priority),
     )
+
+
+def priority_spec(priority) -> PrioritySpec | None:
+    """The decision's priority with its tier's PriorityClass value; None: the scheduler's defaults, inherited."""
+    if priority is None:
+        return None
+    return PrioritySpec(tier=priority.tier, value=PRIORITY_VALUES[priority.tier], preemptible=priority.preemptible,
+                        grace_seconds=priority.grace_seconds, preempts=priority.preempts,
+                        min_runtime_minutes=priority.min_runtime_minutes if priority.min_runtime_enforced else None)
 
 
 def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:

@@ -12,5 +12,6 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.write_line(
         f"render matrix: {counted['rendered']} cases rendered, {counted['refused']} refused, "
-        f"{counted['validated']} objects schema-validated, {counted['semantic']} checked against their cluster"
+        f"{counted['validated']} objects schema-validated, {counted['semantic']} checked against their cluster, "
+        f"{counted.get('priority_fields', 0)} priority fields checked"
     )

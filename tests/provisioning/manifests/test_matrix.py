@@ -19,7 +19,8 @@ from provisioning.manifests.labels import selector_for_request
 from tests.support.semantic import assert_schedulable
 
 from .inventory import admitted_for, inventory_for
-from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count
+from .priority_fields import check_priority_fields, expected_priority_fields
+from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count, priority_object_count
 
 CASES = cases()
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
@@ -36,17 +37,26 @@ EXPECTED_REFUSALS = 256
 # default-deny-ingress policy, and the three isolation variants other than "plain" declare an ingress controller,
 # adding its policy (3 x 900). 19128 + 3600 + 2700 = 25428. Less the 16 refused MPS-on-DRA Kueue gangs: 4 versions x
 # (6 objects + a default-deny policy, + an ingress policy in 3 of the 4 variants) = 4 x 31 = 124: 25304.
-EXPECTED_VALIDATED = 25304
+# Priority (matrix.PRIORITIES): every rendered case (3584) adds its tier's PriorityClass, and each rendered Kueue
+# gang (6 strategies x 2 models x 4 versions x 4 variants = 192, less the 16 refused) its WorkloadPriorityClass
+# (176): 25304 + 3584 + 176 = 29064.
+EXPECTED_VALIDATED = 29064
 # Objects a semantic rule examined (every object but Namespaces, NetworkPolicies, Services and PDBs), by hand:
 # per case ResourceQuota 1 + queue Q (1 for volcano/kai/kueue) + claim template D (1 under DRA) + gang objects +
 # the workload 1. Non-gang shapes over both models: 3 x (5 + 2Q) per version: 21 (Q=1, x3 backends) + 15 (x2) =
 # 93, x4 versions = 372. Gang training over both models and versions: volcano 4x(4+5) = 36, kai 36,
 # kueue 4x(3+4) = 28, native (3+4) + 2x(4+5) = 25: 125. (372 + 125) x 24 = 11928, less the 16 refused MPS-on-DRA
-# Kueue gangs (quota, LocalQueue, claim template, Job: 4 each): 11864.
-EXPECTED_SEMANTIC = 11864
+# Kueue gangs (quota, LocalQueue, claim template, Job: 4 each): 11864. The priority rule examines the same
+# 3584 PriorityClasses and 176 WorkloadPriorityClasses: 11864 + 3584 + 176 = 15624.
+EXPECTED_SEMANTIC = 15624
+# Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
+# over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
+# = 72, kueue 4 x (gang 3 + 3 x 2) = 36, native 4 x 3 x 2 + gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2
+# = 24: 232 x 48 = 11136, less the 16 refused MPS-on-DRA Kueue gangs (3 each): 11088.
+EXPECTED_PRIORITY_FIELDS = 11088
 
 FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
-COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0}
+COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0, "priority_fields": 0}
 
 
 def _family(shape: str, strategy: str, model: str, backend: str) -> list:
@@ -66,7 +76,7 @@ def expected_semantic_count(case) -> int:
     count += 1 if case.cluster.scheduling_model == "dra" else 0  # ResourceClaimTemplate
     if case.request.gang:
         count += {"volcano": 1, "kai": 1, "kueue": 0, "native": 1 if minor == "1.35" else 2}[backend]
-    return count + 1  # the workload
+    return count + priority_object_count(case) + 1  # priority classes, the workload
 
 
 def test_matrix_size():
@@ -83,12 +93,13 @@ def test_hand_counts_agree_with_the_rules():
     rendered = [case for case in CASES if case.error is None]
     assert sum(expected_object_count(case) for case in rendered) == EXPECTED_VALIDATED
     assert sum(expected_semantic_count(case) for case in rendered) == EXPECTED_SEMANTIC
+    assert sum(expected_priority_fields(case) for case in rendered) == EXPECTED_PRIORITY_FIELDS
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=["-".join(family) for family in FAMILIES])
 def test_family(family):
     family_cases = _family(*family)
-    validated = semantic = refused = 0
+    validated = semantic = refused = priority_fields = 0
     for case in family_cases:
         if case.error:
             with pytest.raises(RenderError) as refusal:
@@ -102,14 +113,21 @@ def test_family(family):
         assert len(objects) == expected_object_count(case), (case.id, [o["kind"] for o in objects])
         assert report.objects_checked == expected_semantic_count(case), (case.id, report.objects_checked)
         _check_invariants(case, objects)
+        fields = check_priority_fields(case, objects)
+        assert fields == expected_priority_fields(case), (case.id, fields)
+        priority_fields += fields
         validated += len(objects)
         semantic += report.objects_checked
     rendered = [case for case in family_cases if case.error is None]
     assert validated == sum(expected_object_count(case) for case in rendered)
     assert semantic == sum(expected_semantic_count(case) for case in rendered)
     for key, value in (("rendered", len(rendered)), ("refused", refused), ("validated", validated),
-                       ("semantic", semantic)):  # fmt: skip
+                       ("semantic", semantic), ("priority_fields", priority_fields)):  # fmt: skip
         COUNTED[key] += value
+
+
+_TEAM_KINDS = ("Namespace", "ResourceQuota", "NetworkPolicy", "Queue", "LocalQueue", "PriorityClass",
+               "WorkloadPriorityClass")
 
 
 def _pod_templates(objects):
@@ -121,8 +139,9 @@ def _check_invariants(case, objects):
     request = case.request
     selector = selector_for_request(request.request_id, domain)
     kinds = [o["kind"] for o in objects]
-    # Apply order: namespace first, workload last.
+    # Apply order: namespace first, workload last; the priority classes before everything that names them.
     assert kinds[0] == "Namespace" and kinds[-1] in ("Job", "Deployment"), kinds
+    assert kinds.index("PriorityClass") < min(i for i, k in enumerate(kinds) if k not in _TEAM_KINDS), kinds
     for obj in objects[len(kinds) - _request_object_count(case, objects) :]:
         labels = obj["metadata"]["labels"]
         assert selector.items() <= labels.items(), (obj["kind"], labels)

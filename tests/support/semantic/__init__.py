@@ -51,6 +51,10 @@ upstream behaviour they follow (docs/provisioning.md, "Semantic checks"):
 - kueue-dra: a Kueue-admitted pod's claims name only DeviceClasses Kueue's deviceClassMappings map (its ComputeDomain
   channel included), and a pod holding DRA devices asks no Kueue topology (kueue v0.19.2 `pkg/dra/claims.go`, DRA
   docs "No DRA + TAS").
+- priority: every priority class a pod, PodGroup, Workload or Kueue Job names exists on the cluster or in the set
+  (Kubernetes' Priority admission plugin; Kueue v0.19.2 `pkg/util/priority/priority.go`), a WorkloadPriorityClass
+  agrees with the PriorityClass of its name, and pods get at least the checkpoint grace their class promises
+  (priority.py).
 - sharing: a claim one pod holds alone (from a template) carries no MPS cap below its device (dra-driver-nvidia-gpu
   v0.4.1 publishes no allowMultipleAllocations).
 
@@ -76,9 +80,10 @@ from .model import (
 )
 from .placement import node_matches, untolerated
 from .pods import PodRules
+from .priority import PriorityRules
 
 
-class _Checker(PodRules, AccountingRules, CrossingRules):
+class _Checker(PodRules, AccountingRules, CrossingRules, PriorityRules):
     def run(self) -> None:
         for pods in self.workloads():
             self.examined(pods.workload)
@@ -90,6 +95,7 @@ class _Checker(PodRules, AccountingRules, CrossingRules):
         self.check_gang()
         self.check_feature_gates()
         self.check_claim_sharing()
+        self.check_priority()
 
 
 def check(objects: list[dict], inventory: Inventory, admitted: Admitted) -> SemanticReport:

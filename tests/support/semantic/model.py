@@ -23,7 +23,7 @@ KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 RULES = (
     "scheduler", "node-selection", "tolerations", "extended-resources", "claims", "device-classes", "devices",
-    "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing",
+    "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing", "priority",
 )  # fmt: skip
 
 
@@ -47,6 +47,9 @@ class Inventory:
     feature_gates: frozenset[str] = frozenset()
     # DeviceClasses Kueue's Configuration maps in resources.deviceClassMappings; None: no Kueue, or not known.
     kueue_device_class_mappings: frozenset[str] | None = None
+    # PriorityClasses (scheduling.k8s.io/v1) and Kueue WorkloadPriorityClasses already on the cluster, as objects.
+    priority_classes: tuple[dict, ...] = ()
+    workload_priority_classes: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
