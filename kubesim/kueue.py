@@ -110,6 +110,7 @@ def workload_for(fake, live_job: dict[str, Any], now: float | None = None) -> di
             "active": True,
             "podSets": [{"name": "main", "count": int(live_job["spec"].get("parallelism", 1)),
                          "template": live_job["spec"]["template"]}],
+            **kueue_preemption.workload_priority(fake, KUEUE, live_job),
         },
         "status": {
             "conditions": [],

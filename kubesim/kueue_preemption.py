@@ -56,6 +56,22 @@ def priorities(fake, kueue_api: str) -> Callable[[Mapping[str, Any]], int]:
     return priority
 
 
+def workload_priority(fake, kueue_api: str, job: Mapping[str, Any]) -> dict[str, Any]:
+    """The priority fields Kueue's job reconciler puts on a new Workload (`pkg/controller/jobframework/reconciler.go`
+    via `pkg/util/priority`): from the Job's WorkloadPriorityClass label, else the pods' PriorityClass; none else."""
+    named = ((job.get("metadata") or {}).get("labels") or {}).get(PRIORITY_LABEL)
+    workload_classes = _classes(fake, kueue_api, "WorkloadPriorityClass")
+    if named in workload_classes:
+        return {"priorityClassName": named, "priority": workload_classes[named],
+                "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"}
+    pod_class = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("priorityClassName")
+    pod_classes = _classes(fake, SCHEDULING, "PriorityClass")
+    if pod_class in pod_classes:
+        return {"priorityClassName": pod_class, "priority": pod_classes[pod_class],
+                "priorityClassSource": "scheduling.k8s.io/priorityclass"}
+    return {}
+
+
 def victims(workload: Mapping[str, Any], admitted: Sequence[Mapping[str, Any]], short: Counter,
             priority: Callable[[Mapping[str, Any]], int], demand: Callable[[Mapping[str, Any]], Counter],
             cluster_queue: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -88,3 +88,21 @@ def test_a_cluster_queue_that_does_not_preempt_leaves_the_higher_priority_worklo
     assert "Evicted" not in _conditions(kube_client, dev)
     assert _conditions(kube_client, prod)["QuotaReserved"]["reason"] == "WaitingForQuota"
     assert [p["status"]["phase"] for p in fake_kube.find("v1", "Pod", NS, "app=dev")] == ["Running"]
+
+
+def test_the_workload_priority_class_of_the_jobs_label_decides_over_the_pods_class(fake_kube, kube_client):
+    simulation, dev = _setup(fake_kube, kube_client, {"withinClusterQueue": "LowerPriority"})
+    wpc = kube_client.resource(KUEUE, "WorkloadPriorityClass")
+    for name, value in (("batch-low", 10), ("batch-high", 20)):
+        wpc.create(body={"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+                         "value": value})
+    # Its pods' class is lower than the running Job's, but Kueue orders Workloads by the WorkloadPriorityClass.
+    fake_kube.patch("batch/v1", "Job", "dev", NS, {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "batch-low"}}})
+    fake_kube.patch(KUEUE, "Workload", dev["metadata"]["name"], NS, {"spec": {
+        "priorityClassName": "batch-low", "priority": 10, "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"}})
+    job = _job("urgent", "development")
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "batch-high"
+    _, urgent = kueue.submit_job(fake_kube, job)
+    assert (urgent["spec"]["priorityClassName"], urgent["spec"]["priority"]) == ("batch-high", 20)
+    simulation.tick()
+    assert _conditions(kube_client, dev)["Evicted"]["reason"] == "Preempted"

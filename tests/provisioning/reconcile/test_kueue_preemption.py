@@ -3,8 +3,9 @@ most of the ClusterQueue's quota, a production-priority gang is approved and doe
 them (Evicted, reason Preempted). The reconciler records on the evicted request who preempted it and why, and its
 owner is notified once however often the cluster is reconciled.
 
-Priorities are Kubernetes-level here: PriorityClasses created over HTTPS and the applied Jobs' pod templates given a
-`priorityClassName` in the cluster, as a platform team would."""
+The shipped policy puts every training gang in one tier, so the two priorities here are Kubernetes-level:
+PriorityClasses created over HTTPS and the applied Jobs' pod templates given a `priorityClassName` in the cluster
+(without the rendered WorkloadPriorityClass label, which Kueue would read first)."""
 from __future__ import annotations
 
 import datetime
@@ -54,6 +55,8 @@ def _approved(fake, engineer, platform_user, team, name: str, priority_class: st
     [job] = [j for j in fake.find("batch/v1", "Job")
              if j["metadata"]["labels"].get("gpu-portal.io/request-id") == str(gpu_request.pk)]
     job["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    # The shipped policy gives every training gang the same tier: Kueue would order them by that WorkloadPriorityClass.
+    job["metadata"]["labels"].pop("kueue.x-k8s.io/priority-class", None)
     fake.put(job)
     return gpu_request
 

@@ -4,8 +4,9 @@ period before it stops; the inference runs. The reconciler (LIST/WATCH over HTTP
 development request and why, its owner is notified once however often the cluster is reconciled, and the
 development run's GPU-hours are the report's "preempted" line for its team (page, API and CSV).
 
-Priorities are Kubernetes-level here: PriorityClasses created over HTTPS, and the rendered Deployments' pod
-templates given `priorityClassName` and `terminationGracePeriodSeconds` in the cluster, as a platform team would.
+Priorities are the shipped policy's (docs/preemption.md), rendered and applied by the portal: the PriorityClasses,
+the pods' `priorityClassName` and `terminationGracePeriodSeconds`. Only the GPU holder of no team gets its class over
+HTTPS from the test.
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency
             "gpu_memory_gb": 40, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
 SERVE = {"workload_class": "inference", "tenancy": "dedicated", "latency": "latency_sensitive", "gpu_memory_gb": 60,
          "image": "nvcr.io/nvidia/tritonserver:25.01-py3"}
-GRACE = 600
+GRACE = 300  # the shipped policy's checkpoint grace for development (docs/preemption.md)
+DEV_CLASS, SERVE_CLASS = "gpu-portal-development-never-preempts", "gpu-portal-production-inference"
 
 
 class Clock:
@@ -68,15 +70,6 @@ def _deployment_of(fake, gpu_request) -> dict:
     [deployment] = [d for d in fake.find("apps/v1", "Deployment")
                     if d["metadata"]["labels"].get("gpu-portal.io/request-id") == str(gpu_request.pk)]
     return deployment
-
-
-def _give_priority(fake, gpu_request, priority_class: str, grace: int | None = None) -> None:
-    deployment = _deployment_of(fake, gpu_request)
-    spec = deployment["spec"]["template"]["spec"]
-    spec["priorityClassName"] = priority_class
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    fake.put(deployment)
 
 
 def _pods_of(fake, gpu_request) -> list[dict]:
@@ -108,9 +101,7 @@ def lab(start_fake_kube, eager_celery, team_a, team_b, engineer, engineer_b, pla
     connection = ClusterConnection(server=fake.url, token="t", ca_cert=fake.ca_pem, request_timeout=10.0)
     with KubeClient(connection) as kube:  # the platform team's classes, over HTTPS
         classes = kube.resource("scheduling.k8s.io/v1", "PriorityClass")
-        for name, value in (("platform-critical", 2_000_000), ("production-inference", 1_000_000),
-                            ("development", 1000)):
-            classes.create(body=_priority_class(name, value))
+        classes.create(body=_priority_class("platform-critical", 2_000_000))  # the burn-in's, not the portal's
     # Someone else's work holds 7 of the 8 GPUs and outranks everything: one GPU is left.
     fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "burn-in", "namespace": "gpu-burn-in",
                                                               "labels": {"app": "burn-in"}},
@@ -151,11 +142,15 @@ def test_production_inference_preempts_a_development_pod_after_its_grace_period(
     fake, tick, reconcile = lab["fake"], lab["tick"], lab["reconcile"]
     notebook = lab["provision"](engineer, team_a, "notebook", NOTEBOOK)
     assert (notebook.decision.strategy, notebook.decision.gpus_per_replica) == ("whole_gpu", 1)
-    _give_priority(fake, notebook, "development", grace=GRACE)
+    # The policy decided its priority, and the portal rendered it: the class (applied), the pods' class and grace.
+    assert (notebook.decision.priority.tier, notebook.decision.priority.grace_seconds) == ("development", GRACE)
+    template = _deployment_of(fake, notebook)["spec"]["template"]["spec"]
+    assert (template["priorityClassName"], template["terminationGracePeriodSeconds"]) == (DEV_CLASS, GRACE)
+    assert fake.get("scheduling.k8s.io/v1", "PriorityClass", DEV_CLASS)["preemptionPolicy"] == "Never"
     tick()
     tick(5)
     [dev_pod] = _pods_of(fake, notebook)
-    assert dev_pod["status"]["phase"] == "Running" and dev_pod["spec"]["priority"] == 1000
+    assert dev_pod["status"]["phase"] == "Running" and dev_pod["spec"]["priority"] == 1000  # admission
     reconcile()
     notebook.refresh_from_db()
     assert notebook.status == "running"
@@ -163,7 +158,7 @@ def test_production_inference_preempts_a_development_pod_after_its_grace_period(
     assert usage_collect(cluster_name="gpu-lab")[0].status == "ok"
 
     serve = lab["provision"](engineer_b, team_b, "serve", SERVE)
-    _give_priority(fake, serve, "production-inference")
+    assert _deployment_of(fake, serve)["spec"]["template"]["spec"]["priorityClassName"] == SERVE_CLASS
     tick()
     dev_pod = fake.get("v1", "Pod", dev_pod["metadata"]["name"], dev_pod["metadata"]["namespace"])
     assert dev_pod["metadata"]["deletionGracePeriodSeconds"] == GRACE
@@ -180,8 +175,8 @@ def test_production_inference_preempts_a_development_pod_after_its_grace_period(
     reconcile()
     [event] = notebook.events.filter(reason="Preempted")
     assert f"pod {serve_pod['metadata']['name']} of request #{serve.pk}" in event.comment
-    assert "priority class production-inference, 1000000" in event.comment
-    assert "priority class development, 1000" in event.comment and f"{GRACE} s to checkpoint" in event.comment
+    assert f"priority class {SERVE_CLASS}, 100000)" in event.comment
+    assert f"priority class {DEV_CLASS}, 1000)" in event.comment and f"{GRACE} s to checkpoint" in event.comment
     assert usage_collect(cluster_name="gpu-lab")[0].status == "ok"
     # The owner is told once: e-mail to the requester (and the team), whatever the number of cycles.
     tick(60)
