@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from intake import events
 from intake.models import GpuRequest
+from portal.models import Notice
 from portal.notices import notice_queue
 
 from .. import contract
@@ -33,9 +34,15 @@ def _request_url(gpu_request: GpuRequest) -> str:
 
 
 def preemptions_notify(items: Iterable[tuple[GpuRequest, PlainEvent]], *, cluster: str) -> list[int]:
-    """Queue the notices of preempted pods (each once); returns the ids queued now."""
+    """Queue the notices of preempted pods (each once); returns the ids queued now. Those queued before are
+    skipped in one query, so a pod seen preempted cycle after cycle (its grace period) costs nothing more."""
+    items = list(items)
+    queued = set(Notice.objects.filter(key__in=[preemption_notice_key(e.key) for _, e in items])
+                 .values_list("key", flat=True))
     created: list[int] = []
     for gpu_request, event in items:
+        if preemption_notice_key(event.key) in queued:
+            continue
         team = gpu_request.team
         url = _request_url(gpu_request)
         payload = {"event": "pod.preempted", "text": event.text, "cluster": cluster,
