@@ -138,13 +138,16 @@ def preempt(fake, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], po
     classes = priority_classes(fake)
     if not may_preempt(pod, classes) or _waiting_for_victims(pod, pods):
         return None
+    bound = [p for p in pods if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") not in
+             TERMINAL_PHASES and not terminating(p)]
+    if not any(priority_of(p, classes) < priority_of(pod, classes) for p in bound):
+        return None  # nobody to preempt: the common case, decided without looking at the nodes
     best = None
     for node in nodes:
         name = node["metadata"]["name"]
         if any(not r.startswith("Insufficient ") for r in rejection(pod, node, {})):
             continue  # a cordon, a selector or a taint: no preemption helps
-        running = [p for p in pods if p["spec"].get("nodeName") == name
-                   and (p.get("status") or {}).get("phase") not in TERMINAL_PHASES]
+        running = [p for p in bound if p["spec"]["nodeName"] == name]
         victims = victims_on(pod, node, running, used.get(name, {}), classes)
         if not victims:
             continue
