@@ -15,7 +15,7 @@ from .decision import (DECISION_VERSION, ApprovalLimits, Decision, DecisionShape
                        MultiNode, Priority, Reason)
 from .inputs import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec
 from .placement import ONE_DEVICE_PER_REPLICA
-from .priority import MIN_RUNTIME_BACKENDS, duration_words, priority_rule, priority_words
+from .priority import MIN_RUNTIME_BACKENDS, duration_words, priority_rule, priority_terms, priority_words
 from .reasons import PlacementImpossible, Reasons
 from .rules import PLATFORM_DEFAULT_STRATEGY, DriverNeed, driver_need, select_route
 from .steps import decide
@@ -27,5 +27,5 @@ __all__ = [
     "PLATFORM_DEFAULT_STRATEGY", "REVIEW", "STRATEGY_WORDS", "Answers", "ApprovalLimits", "AutoApproval", "ClusterSpec", "Decision", "DecisionShapeError",
     "DriverNeed", "DriverTerms", "Gang", "Inventory", "Lease", "MultiNode", "PlacementImpossible", "PolicySpec",
     "PoolSpec", "Priority", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "duration_words",
-    "lease_decision", "priority_rule", "priority_words", "select_route", "summarise",
+    "lease_decision", "priority_rule", "priority_terms", "priority_words", "select_route", "summarise",
 ]

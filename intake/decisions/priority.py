@@ -12,7 +12,8 @@ none (kubernetes-sigs/kueue#9596); neither has the default scheduler or the nati
 """
 from __future__ import annotations
 
-from gpu.vocabulary import PRIORITY_TIER_WORDS, PRIORITY_TIERS, PRODUCTION_INFERENCE, VOLCANO
+from gpu.vocabulary import (KUBERNETES_DEFAULT_GRACE_SECONDS, PRIORITY_TIER_WORDS, PRIORITY_TIERS, PRODUCTION_INFERENCE,
+                            VOLCANO)
 
 from .decision import Priority
 from .inputs import RuleSpec
@@ -33,6 +34,17 @@ def priority_rule(route: RuleSpec | None, guardrails: list[RuleSpec]) -> RuleSpe
     return ruling
 
 
+def priority_terms(rule, gang_scheduler: str) -> Priority:
+    """What a rule's `priority` gives on a cluster whose gang scheduler is `gang_scheduler` (a rule from the policy
+    spec or the database: both have `key` and `outcome`)."""
+    terms = rule.outcome["priority"]
+    minimum = terms.get("min_runtime_minutes") if terms["preemptible"] else None
+    return Priority(
+        tier=terms["tier"], preemptible=terms["preemptible"], preempts=terms.get("preempts", True),
+        grace_seconds=int(terms.get("grace_seconds", KUBERNETES_DEFAULT_GRACE_SECONDS)), min_runtime_minutes=minimum,
+        min_runtime_enforced=bool(minimum) and gang_scheduler in MIN_RUNTIME_BACKENDS, rule=rule.key)
+
+
 def priority_decision(route: RuleSpec | None, guardrails: list[RuleSpec], gang_scheduler: str,
                       reasons: Reasons) -> Priority | None:
     ruling = priority_rule(route, guardrails)
@@ -40,13 +52,12 @@ def priority_decision(route: RuleSpec | None, guardrails: list[RuleSpec], gang_s
         reasons.add("priority", INHERITED)
         return None
     terms = ruling.outcome["priority"]
-    preemptible = terms["preemptible"]
-    minimum = terms.get("min_runtime_minutes") if preemptible else None
-    priority = Priority(
-        tier=terms["tier"], preemptible=preemptible, preempts=terms.get("preempts", True),
-        grace_seconds=int(terms.get("grace_seconds", 30)), min_runtime_minutes=minimum,
-        min_runtime_enforced=bool(minimum) and gang_scheduler in MIN_RUNTIME_BACKENDS, rule=ruling.key)
+    priority = priority_terms(ruling, gang_scheduler)
     reasons.add("priority", f"{capitalise(priority_words(priority))}: {ruling.rationale}", ruling)
+    if "grace_seconds" not in terms:
+        reasons.add("grace", f"Rule {ruling.key} sets no checkpoint grace, so you get Kubernetes' default 30 seconds "
+                             "between SIGTERM and SIGKILL.")
+    minimum = priority.min_runtime_minutes
     if minimum and not priority.min_runtime_enforced:
         reasons.add("min_runtime", f"The policy's minimum runtime of {duration_words(minimum * 60)} is not held "
                                    f"on this cluster: its scheduler ({gang_scheduler}) cannot hold one for a single "

@@ -4,7 +4,8 @@ above, 30 seconds after SIGTERM).
 
 Per cluster and workload class, the verdict is:
 - decided: a signed-off rule sets the priority of every combination of the class's answers, the cluster's scheduler
-  holds all of it (a minimum runtime only where it can: `intake.decisions.MIN_RUNTIME_BACKENDS`), and every live
+  holds all of it (a minimum runtime only where it can: `intake.decisions.MIN_RUNTIME_BACKENDS`, read by
+  `priority_terms`), and every live
   request of the class on the cluster runs with it;
 - inherited: no rule (or no signed-off rule) sets it for some of the class's answers, or live requests of the class
   on the cluster run with the scheduler's defaults (decided before the policy set a priority);
@@ -13,7 +14,7 @@ Per cluster and workload class, the verdict is:
 from __future__ import annotations
 
 from gpu.vocabulary import PRIORITY_TIER_WORDS, PRIORITY_VALUES, WORKLOAD_CLASSES
-from intake.decisions import (MIN_RUNTIME_BACKENDS, Answers, Priority, duration_words, priority_rule, priority_words,
+from intake.decisions import (Answers, duration_words, priority_rule, priority_terms, priority_words,
                               select_route)
 from intake.selectors import policy_spec
 
@@ -46,19 +47,11 @@ def _rules_per_class(snapshot: Snapshot) -> dict[str, dict]:
     return found
 
 
-def _terms(rule, gang_scheduler: str) -> Priority:
-    terms = rule.outcome["priority"]
-    minimum = terms.get("min_runtime_minutes") if terms["preemptible"] else None
-    return Priority(tier=terms["tier"], preemptible=terms["preemptible"], preempts=terms.get("preempts", True),
-                    grace_seconds=int(terms.get("grace_seconds", 30)), min_runtime_minutes=minimum,
-                    min_runtime_enforced=bool(minimum) and gang_scheduler in MIN_RUNTIME_BACKENDS, rule=rule.key)
-
-
 def _item(cluster, workload_class: str, coverage: dict, live: list) -> Item:
     rules = list(coverage["rules"].values())
     unsigned = [r.key for r in rules if not (r.signed_off_at and r.signed_off_by)]
     running_inherited = [r for r in live if r.decision.priority is None]
-    terms = [_terms(r, cluster.gang_scheduler) for r in rules]
+    terms = [priority_terms(r, cluster.gang_scheduler) for r in rules]
     unheld = [t for t in terms if t.min_runtime_minutes and not t.min_runtime_enforced]
     notes = []
     if coverage["uncovered"]:

@@ -13,7 +13,8 @@ from django.test import Client
 
 from intake.decisions import Decision, Priority
 from intake.models import PolicyVersion, Rule
-from intake.services import policy_version_draft_create
+from intake.policy_review import policy_version_diff
+from intake.services import policy_version_draft_create, policy_version_sign_off
 from tests.support.admin import change_form_data
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,35 @@ def test_the_admin_refuses_a_malformed_priority_field_by_field(platform_user, pr
     assert response.status_code == 200  # the form again, with the error
     assert message in response.content.decode()
     assert Rule.objects.get(version=draft, key="training-priority").outcome["priority"]["tier"] == "training"
+
+
+def test_the_preview_s_manifests_carry_the_priority_to_the_scheduler(api, engineer, inventory):
+    response = api(engineer).post("/api/v1/intake/preview/", {"team": "team-a", "answers": TRAINING}, format="json")
+    manifests = response.json()["manifests"]
+
+    [priority_class] = [m for m in manifests if m["kind"] == "PriorityClass"]
+    assert (priority_class["metadata"]["name"], priority_class["value"]) == ("gpu-portal-training", 10000)
+    assert priority_class["preemptionPolicy"] == "PreemptLowerPriority"
+    assert [m["kind"] for m in manifests].index("PriorityClass") < [m["kind"] for m in manifests].index("PodGroup")
+    [job] = [m for m in manifests if m["kind"] == "Job"]
+    pod = job["spec"]["template"]
+    assert pod["spec"]["priorityClassName"] == "gpu-portal-training"
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 600
+    assert pod["metadata"]["annotations"]["volcano.sh/cooldown-time"] == "7200s"  # gpu-east runs Volcano
+    [group] = [m for m in manifests if m["kind"] == "PodGroup"]
+    assert group["spec"]["priorityClassName"] == "gpu-portal-training"
+
+
+def test_a_rule_without_a_checkpoint_grace_leaves_kubernetes_default_marked_as_a_default(
+        api, engineer, platform_user, inventory):
+    draft = policy_version_draft_create(user=platform_user)
+    Rule.objects.filter(version=draft, key="inference-priority").update(
+        outcome={"priority": {"tier": "production-inference", "preemptible": False}})
+    policy_version_sign_off(user=platform_user, version_id=draft.pk,
+                            reviewed_digest=policy_version_diff(version=draft).digest)
+
+    decision = preview(api, engineer, INFERENCE)
+
+    assert decision.priority.grace_seconds == 30
+    [reason] = decision.reasons_for("grace")
+    assert reason.source == "default" and "Kubernetes' default 30 seconds" in reason.text
