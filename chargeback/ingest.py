@@ -13,6 +13,8 @@ the pod is finished, restarts and back-off included (the device stays allocated 
   every container terminated — the latest `finishedAt` among those containers. A finished pod with no finish
   time recorded (an eviction) ends at its latest condition transition. Otherwise the interval stays open.
 * a pod none of whose containers has started yet (Pending, pulling) has no interval.
+* a pod the scheduler preempted (condition `DisruptionTarget`, reason `PreemptionByScheduler`) is marked: its
+  GPU time is the report's `preempted` category, what preemption cost its team.
 
 Init containers are not counted: GPU work runs in the main containers.
 
@@ -40,6 +42,7 @@ from gpu.vocabulary import MIG
 from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
 from provisioning import contract
 from provisioning.contract import parse_time as _parse_time
+from provisioning.reconcile.facts import PREEMPTION_BY_SCHEDULER
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 STRATEGIES = frozenset(STRATEGY_NAMES)
@@ -79,6 +82,7 @@ NVIDIA_PREFIX = "nvidia.com/"
 
 class Unreadable(ValueError):
     """A pod whose status or identity cannot be read as the API server writes it: skipped, never guessed."""
+    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -203,6 +207,9 @@ def pod_usage(pod: dict, *, label_domain: str, owners: contract.Owners = NO_OWNE
         resource_devices=resource_devices(pod),
         problems=tuple(problems),
         node=_text((pod.get("spec") or {}).get("nodeName")),
+        preempted=any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                      and c.get("reason") == PREEMPTION_BY_SCHEDULER
+                      for c in (pod.get("status") or {}).get("conditions") or []),
     )
 
 

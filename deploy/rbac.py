@@ -102,6 +102,10 @@ RULES: tuple[Rule, ...] = (
          APPLY, ("scheduling.run.ai",), ("queues",)),
     Rule("Kueue LocalQueue of each team namespace (kept on cancel).",
          APPLY, ("kueue.x-k8s.io",), ("localqueues",)),
+    Rule("The policy's priority tiers (docs/preemption.md): PriorityClasses, cluster-scoped, kept on cancel.",
+         APPLY, ("scheduling.k8s.io",), ("priorityclasses",)),
+    Rule("The policy's priority tiers for Kueue: WorkloadPriorityClasses, cluster-scoped, kept on cancel.",
+         APPLY, ("kueue.x-k8s.io",), ("workloadpriorityclasses",)),
     Rule("Kueue admission check (provisioning/admission.py): the portal's AdmissionCheck gpu-portal-approval, "
          "server-side applied, read back for its generation.",
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),

@@ -111,6 +111,8 @@ CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
          categories=("kueue",)),
     _crd("kueue.x-k8s.io/v1beta2", "workloads", "Workload", True, "status", short_names=("wl",), categories=("kueue",)),
     _crd("kueue.x-k8s.io/v1beta2", "admissionchecks", "AdmissionCheck", False, "status", categories=("kueue",)),
+    _crd("kueue.x-k8s.io/v1beta2", "workloadpriorityclasses", "WorkloadPriorityClass", False, short_names=("wpc",),
+         categories=("kueue",)),
     _crd("jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet", True, "status"),
     _crd("resource.nvidia.com/v1beta1", "computedomains", "ComputeDomain", True, "status"),
 )

@@ -37,6 +37,9 @@ COST_CENTER, POOL = "cost-center", "pool"
 # Annotations under the label domain: what metering prices a pod by, and the object that should own this one.
 GPU_EQUIVALENTS, GPU_MODEL, DEVICES, MIG_PROFILE = "gpu-equivalents", "gpu-model", "devices", "mig-profile"
 OWNER = "owner"
+# Annotation under the label domain on a PriorityClass the portal renders: the seconds between SIGTERM and SIGKILL
+# its pods are promised to checkpoint (the semantic checker holds each pod of the class to it).
+CHECKPOINT_GRACE = "checkpoint-grace-seconds"
 
 
 def domain_key(label_domain: str, name: str) -> str:

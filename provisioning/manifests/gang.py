@@ -60,6 +60,7 @@ from .context import RenderContext
 from .devices import GpuPlacement
 from .errors import RenderError
 from .names import child_name, team_queue_name
+from .priority import kai_pod_group_fields, native_pod_group_fields, volcano_pod_group_fields
 from .sizing import host_resources
 
 BACKENDS = GANG_SCHEDULERS
@@ -170,10 +171,12 @@ def build_volcano_pod_group(ctx: RenderContext, name: str, placement: GpuPlaceme
     if topology := gang_topology(ctx):
         # HyperNode tiers (volcano v1.15.1 PodGroup CRD networkTopology): hard = never cross that tier.
         spec["networkTopology"] = {"mode": "hard", "highestTierName": topology[1]}
+    priority_spec, priority_annotations = volcano_pod_group_fields(ctx)
+    spec.update(priority_spec)
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": ctx.metadata(name),
+        "metadata": ctx.metadata(name, annotations=priority_annotations or None),
         "spec": spec,
     }
 
@@ -194,6 +197,7 @@ def build_kai_pod_group(ctx: RenderContext, name: str) -> dict:
     if topology := gang_topology(ctx):
         # KAI v0.17 PodGroup CRD topologyConstraint: a level (node label) of a kai.scheduler/v1alpha1 Topology.
         spec["topologyConstraint"] = {"topology": topology[1], "requiredTopologyLevel": topology[0]}
+    spec.update(kai_pod_group_fields(ctx))
     return {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
@@ -269,7 +273,7 @@ def build_workload(ctx: RenderContext, name: str, job_name: str, api_version: st
         "spec": {
             "controllerRef": _controller_ref(job_name, owner_kind),
             "podGroupTemplates": [{"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(ctx),
-                                   **_native_constraints(ctx)}],
+                                   **_native_constraints(ctx), **native_pod_group_fields(ctx)}],
         },
     }
 
@@ -290,7 +294,8 @@ def build_native_pod_group(ctx: RenderContext, name: str, workload_name: str) ->
         "apiVersion": api_version,
         "kind": "PodGroup",
         "metadata": ctx.metadata(name),
-        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx), **_native_constraints(ctx)},
+        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx), **_native_constraints(ctx),
+                 **native_pod_group_fields(ctx)},
     }
 
 

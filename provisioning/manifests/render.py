@@ -1,7 +1,7 @@
 """Entry points: render one request, one team, or both in apply order.
 
-Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, claims and gang objects, Services,
-PodDisruptionBudget, workload.
+Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, priority classes (manifests/priority.py), claims and
+gang objects, Services, PodDisruptionBudget, workload.
 Everything is a plain dict; nothing here does I/O.
 """
 
@@ -20,6 +20,7 @@ from .labels import mark_owned
 from .restart import build_jobset, child_job_name, whole_gang_fails
 from .names import child_name, service_name
 from .nvlink import add_imex_channel
+from .priority import priority_objects
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
 from .workloads import (
@@ -111,12 +112,19 @@ def render(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
     return [mark_owned(o, objects[-1], ctx.domain) if o["kind"] == "ComputeDomain" else o for o in objects]
 
 
+def render_priority(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
+    """The cluster-scoped priority classes the request's objects name (none without a decided priority): shared
+    by every request of the tier, so they carry no request label and outlive each request."""
+    return priority_objects(make_context(request, cluster))
+
+
 def render_all(team: TeamSpec, request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
-    """Team objects, then the request's objects: everything a fresh cluster needs, in apply order."""
+    """Team objects, the priority classes, then the request's objects: everything a fresh cluster needs, in apply
+    order."""
     if team.slug != request.team:
         raise RenderError(f"Request {request.request_id} belongs to team {request.team!r}, not {team.slug!r}.")
     objects = render(request, cluster)
     # The team's admission policy (clusters without Kueue) admits this request's pods too, before they exist.
     approved = (*(a for a in team.approved if a.request_id != request.request_id),
                 approved_pods(request.request_id, objects))
-    return render_team(replace(team, approved=approved), cluster) + objects
+    return render_team(replace(team, approved=approved), cluster) + render_priority(request, cluster) + objects

@@ -40,6 +40,18 @@ class GangSpec:
 
 
 @dataclass(frozen=True)
+class PrioritySpec:
+    """The decision's priority (intake.decisions.Priority), with the value of its tier's PriorityClass."""
+
+    tier: str  # gpu.vocabulary.PRIORITY_TIERS
+    value: int
+    preemptible: bool
+    grace_seconds: int
+    preempts: bool = True
+    min_runtime_minutes: int | None = None
+
+
+@dataclass(frozen=True)
 class RequestSpec:
     """One approved request, with its decision flattened in."""
 
@@ -65,6 +77,7 @@ class RequestSpec:
     driver_branch: int | None = None  # the release branch a rule keeps the class on: the driver major must equal it
     # DRA: the extended resource the decision requests the devices by (DRAExtendedResource), None for a claim.
     dra_extended_resource: str | None = None
+    priority: PrioritySpec | None = None  # None: the scheduler's defaults, inherited (nothing rendered)
 
 
 @dataclass(frozen=True)

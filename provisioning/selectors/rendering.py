@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpu.catalogue import load_catalogue
-from gpu.vocabulary import REPLICATED, REQUEST_HOLDING
+from gpu.vocabulary import PRIORITY_VALUES, REPLICATED, REQUEST_HOLDING
 from intake.choices import RequestOrigin
 from intake.decisions import Decision
 from intake.models import GpuRequest
@@ -15,7 +15,7 @@ from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_r
 from ..manifests import RenderError, render, render_all
 from ..manifests.admission_policy import approved_pods, renders_admission_policy
 from ..manifests.device_plugin import build_device_plugin_config
-from ..manifests.spec import ApprovedPods, ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from ..manifests.spec import ApprovedPods, ClusterProfile, GangSpec, NetworkPeer, PoolProfile, PrioritySpec, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
 from .snapshot import mig_ready_label
@@ -146,6 +146,7 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         gpu_equivalents_per_replica=f"{decision.gpu_equivalents_per_replica:.6f}",
         driver_branch=decision.driver.branch if decision.driver else None,
         dra_extended_resource=decision.dra_extended_resource,
+        priority=priority_spec(decision.priority),
     )
 
 
@@ -168,6 +169,15 @@ def team_approvals(*, team, cluster, exclude: int) -> tuple[ApprovedPods, ...]:
             continue
         approvals.append(approved_pods(gpu_request.pk, objects))
     return tuple(approvals)
+
+
+def priority_spec(priority) -> PrioritySpec | None:
+    """The decision's priority with its tier's PriorityClass value; None: the scheduler's defaults, inherited."""
+    if priority is None:
+        return None
+    return PrioritySpec(tier=priority.tier, value=PRIORITY_VALUES[priority.tier], preemptible=priority.preemptible,
+                        grace_seconds=priority.grace_seconds, preempts=priority.preempts,
+                        min_runtime_minutes=priority.min_runtime_minutes if priority.min_runtime_enforced else None)
 
 
 def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:

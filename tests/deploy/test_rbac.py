@@ -183,6 +183,8 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     apply(f"{admission}/validatingadmissionpolicies/gpu-portal-pods-team-a", {"kind": "ValidatingAdmissionPolicy"})
     apply(f"{admission}/validatingadmissionpolicybindings/gpu-portal-pods-team-a",
           {"kind": "ValidatingAdmissionPolicyBinding"})
+    apply("/apis/scheduling.k8s.io/v1/priorityclasses/gpu-portal-training", {"kind": "PriorityClass"})
+    apply("/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/gpu-portal-training", {"kind": "WorkloadPriorityClass"})
     for group, version, plural in NAMESPACED:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
     request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner

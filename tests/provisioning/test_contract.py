@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = "gpu.example.com"
 # A key of the contract written out as a string: the domain's form or the tail of an f-string (f"{d}/team").
 _KEY = re.compile(r"^(gpu-portal\.io)?/(request-id|gpu-equivalents|gpu-model|devices|mig-profile|workload-class|"
-                  r"cost-center|team|cluster|strategy|pool|owner)$|^app\.kubernetes\.io/managed-by$")
+                  r"cost-center|team|cluster|strategy|pool|owner|checkpoint-grace-seconds)$|^app\.kubernetes\.io/managed-by$")
 # The contract itself; Backstage's catalog annotations are another system's entity, written by intake (below
 # provisioning), which shares only the domain's spelling.
 EXEMPT = {"provisioning/contract.py", "intake/backstage.py"}

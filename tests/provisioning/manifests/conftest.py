@@ -14,5 +14,6 @@ def pytest_terminal_summary(terminalreporter):
         f"render matrix: {counted['rendered']} cases rendered, {counted['refused']} refused, "
         f"{counted['validated']} objects schema-validated, {counted['semantic']} checked against their cluster, "
         f"{counted.get('queued', 0)} GPU workloads through a Kueue LocalQueue, "
-        f"{counted.get('policies', 0)} team ValidatingAdmissionPolicies (each with its binding)"
+        f"{counted.get('policies', 0)} team ValidatingAdmissionPolicies (each with its binding), "
+        f"{counted.get('priority_fields', 0)} priority fields checked"
     )

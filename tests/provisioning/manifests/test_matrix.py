@@ -19,7 +19,8 @@ from provisioning.manifests.labels import selector_for_request
 from tests.support.semantic import assert_schedulable
 
 from .inventory import admitted_for, inventory_for
-from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count
+from .priority_fields import check_priority_fields, expected_priority_fields
+from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count, priority_object_count
 
 CASES = cases()
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
@@ -42,7 +43,10 @@ EXPECTED_REFUSALS = 304
 # = 93, x4 versions = 372: 24932. Clusters without Kueue (every matrix cluster serves admission policies) add a
 # ValidatingAdmissionPolicy and its binding per case (issue 23 item 8): 4 backends x 6 x 2 x 4 x 4 x 4 = 3072 cases,
 # less the 240 refused (backend none, native on 1.34) = 2832 cases, x2 = 5664: 30596.
-EXPECTED_VALIDATED = 30596
+# Priority (matrix.PRIORITIES): every rendered case (3536) adds its tier's PriorityClass, and each rendered Kueue
+# gang (6 strategies x 2 models x 4 versions x 4 variants = 192, less the 16 refused) its WorkloadPriorityClass
+# (176): 30596 + 3536 + 176 = 34308.
+EXPECTED_VALIDATED = 34308
 # Objects a semantic rule examined (every object but Namespaces, NetworkPolicies, Services and PDBs), by hand:
 # per case ResourceQuota 1 + queue Q (1 for volcano/kai/kueue) + claim template D (1 under DRA) + gang objects +
 # the workload 1. Non-gang shapes over both models: 3 x (5 + 2Q) per version: 21 (Q=1, x3 backends) + 15 (x2) =
@@ -50,17 +54,25 @@ EXPECTED_VALIDATED = 30596
 # kueue 4x(3+4) = 28, native (3+4) + 2x(4+5) = 25: 125. (372 + 125) x 24 = 11928, less the 16 refused MPS-on-DRA
 # Kueue gangs (quota, LocalQueue, claim template, Job: 4 each): 11864, less the 48 refused MPS-on-DRA Kueue non-gang
 # cases (quota, LocalQueue, claim template, workload: 4 each): 11672, plus the 2832 policies and 2832 bindings the
-# admission-policy rule examines: 17336.
-EXPECTED_SEMANTIC = 17336
+# admission-policy rule examines: 17336. The priority rule examines the 3536 PriorityClasses and 176
+# WorkloadPriorityClasses: 17336 + 3536 + 176 = 21048.
+EXPECTED_SEMANTIC = 21048
 # ValidatingAdmissionPolicies (each with its binding) rendered and checked: one per case without Kueue, 2832.
 EXPECTED_POLICIES = 2832
 # GPU workloads that go through the team's Kueue LocalQueue (issue 23 item 7): every rendered case on a Kueue
 # cluster, gang or not: 6 strategy variants x 2 models x 4 versions x 4 shapes x 4 isolation variants = 768, less
 # the 64 refused MPS-on-DRA cases: 704.
 EXPECTED_QUEUED = 704
+# Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
+# over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
+# = 72, kueue 4 x (gang 3 + 3 x 2) = 36, native 4 x 3 x 2 + gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2
+# = 24: 232 x 48 = 11136, less the 16 refused MPS-on-DRA Kueue gangs (3 each) and the 48 refused MPS-on-DRA Kueue
+# non-gang cases (2 each): 10992.
+EXPECTED_PRIORITY_FIELDS = 10992
 
 FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
-COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0, "queued": 0, "policies": 0}
+COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0, "queued": 0, "policies": 0,
+                          "priority_fields": 0}
 
 
 def _family(shape: str, strategy: str, model: str, backend: str) -> list:
@@ -81,7 +93,7 @@ def expected_semantic_count(case) -> int:
     count += 1 if case.cluster.scheduling_model == "dra" else 0  # ResourceClaimTemplate
     if case.request.gang:
         count += {"volcano": 1, "kai": 1, "kueue": 0, "native": 1 if minor == "1.35" else 2}[backend]
-    return count + 1  # the workload
+    return count + priority_object_count(case) + 1  # priority classes, the workload
 
 
 def test_matrix_size():
@@ -100,12 +112,13 @@ def test_hand_counts_agree_with_the_rules():
     assert sum(expected_semantic_count(case) for case in rendered) == EXPECTED_SEMANTIC
     assert sum(1 for case in rendered if case.cluster.gang_scheduler == "kueue") == EXPECTED_QUEUED
     assert sum(1 for case in rendered if case.cluster.gang_scheduler != "kueue") == EXPECTED_POLICIES
+    assert sum(expected_priority_fields(case) for case in rendered) == EXPECTED_PRIORITY_FIELDS
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=["-".join(family) for family in FAMILIES])
 def test_family(family):
     family_cases = _family(*family)
-    validated = semantic = refused = queued = policies = 0
+    validated = semantic = refused = queued = policies = priority_fields = 0
     for case in family_cases:
         if case.error:
             with pytest.raises(RenderError) as refusal:
@@ -121,6 +134,9 @@ def test_family(family):
         _check_invariants(case, objects)
         queued += _queued_through_kueue(case, objects)
         policies += _admission_policy(case, objects)
+        fields = check_priority_fields(case, objects)
+        assert fields == expected_priority_fields(case), (case.id, fields)
+        priority_fields += fields
         validated += len(objects)
         semantic += report.objects_checked
     rendered = [case for case in family_cases if case.error is None]
@@ -129,7 +145,8 @@ def test_family(family):
     assert queued == sum(1 for case in rendered if case.cluster.gang_scheduler == "kueue")
     assert policies == sum(1 for case in rendered if case.cluster.gang_scheduler != "kueue")
     for key, value in (("rendered", len(rendered)), ("refused", refused), ("validated", validated),
-                       ("semantic", semantic), ("queued", queued), ("policies", policies)):  # fmt: skip
+                       ("semantic", semantic), ("queued", queued), ("policies", policies),
+                       ("priority_fields", priority_fields)):  # fmt: skip
         COUNTED[key] += value
 
 
@@ -160,6 +177,11 @@ def _admission_policy(case, objects) -> int:
     return 1
 
 
+_TEAM_KINDS = ("Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy",
+               "ValidatingAdmissionPolicyBinding", "Queue", "LocalQueue", "PriorityClass",
+               "WorkloadPriorityClass")
+
+
 def _pod_templates(objects):
     return [o["spec"]["template"] for o in objects if o["kind"] in ("Job", "Deployment")]
 
@@ -169,8 +191,9 @@ def _check_invariants(case, objects):
     request = case.request
     selector = selector_for_request(request.request_id, domain)
     kinds = [o["kind"] for o in objects]
-    # Apply order: namespace first, workload last.
+    # Apply order: namespace first, workload last; the priority classes before everything that names them.
     assert kinds[0] == "Namespace" and kinds[-1] in ("Job", "Deployment"), kinds
+    assert kinds.index("PriorityClass") < min(i for i, k in enumerate(kinds) if k not in _TEAM_KINDS), kinds
     for obj in objects[len(kinds) - _request_object_count(case, objects) :]:
         labels = obj["metadata"]["labels"]
         assert selector.items() <= labels.items(), (obj["kind"], labels)

@@ -247,6 +247,7 @@ def test_volcano_pods_join_the_group_by_annotation():
         "minMember": 4,
         "minResources": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"},
         "queue": "gpu-ml-research",
+        "priorityClassName": "gpu-portal-training",
     }
     assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == pod_group["metadata"]["name"]
     assert pod["spec"]["schedulerName"] == "volcano"
@@ -385,12 +386,13 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
     [
         (
             "whole_gpu-dra-volcano-1.36-training_gang-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Queue", "ResourceClaimTemplate",
-             "PodGroup", "Service", "Job"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Queue",
+             "PriorityClass", "ResourceClaimTemplate", "PodGroup", "Service", "Job"],
         ),
         (
             "whole_gpu-dra-native-1.37-training_gang-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ResourceClaimTemplate", "Workload",
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+             "PriorityClass", "ResourceClaimTemplate", "Workload",
              "PodGroup", "Service", "Job"],
         ),
         (
@@ -400,6 +402,7 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
                 "ResourceQuota",
                 "NetworkPolicy",
                 "LocalQueue",
+                "PriorityClass",
                 "ResourceClaimTemplate",
                 "Service",
                 "PodDisruptionBudget",
@@ -408,7 +411,8 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
         ),
         (
             "ts_plain-device_plugin-none-1.34-development-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Deployment"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+             "PriorityClass", "Deployment"],
         ),
     ],
 )

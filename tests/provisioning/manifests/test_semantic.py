@@ -293,6 +293,31 @@ def _break_feature_gates(objects, inventory, admitted):
     return objects, replace(inventory, feature_gates=frozenset({"GenericWorkload"})), admitted
 
 
+def _break_priority_class_missing(objects, inventory, admitted):
+    # The PriorityClass is neither rendered nor on the cluster: the API server's Priority plugin rejects the pods.
+    return [o for o in objects if o["kind"] != "PriorityClass"], inventory, admitted
+
+
+def _break_priority_grace(objects, inventory, admitted):
+    # Ten minutes promised to checkpoint, Kubernetes' 30 seconds given.
+    del _pod(objects)["terminationGracePeriodSeconds"]
+    return objects, inventory, admitted
+
+
+def _break_workload_priority_class(objects, inventory, admitted):
+    return [o for o in objects if o["kind"] != "WorkloadPriorityClass"], inventory, admitted
+
+
+def _break_workload_priority_value(objects, inventory, admitted):
+    _kind(objects, "WorkloadPriorityClass")[0]["value"] = 5
+    return objects, inventory, admitted
+
+
+def _break_pod_group_priority(objects, inventory, admitted):
+    _kind(objects, "PodGroup", "scheduling.run.ai")[0]["spec"]["priorityClassName"] = "train-urgent"
+    return objects, inventory, admitted
+
+
 def _break_mps_shm(objects, inventory, admitted):
     pod = _pod(objects)
     pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
@@ -446,6 +471,16 @@ BREAKAGES = [
      "the policy admits 0"),
     ("whole_gpu-dra-none-1.35-development-plain", _break_policy_missing, "admission-policy",
      "no ValidatingAdmissionPolicy bound with Deny"),
+    ("whole_gpu-device_plugin-none-1.34-development-plain", _break_priority_class_missing, "priority",
+     "no such PriorityClass on the cluster or in the set; the API server rejects the pods"),
+    ("whole_gpu-device_plugin-volcano-1.36-training_gang-plain", _break_priority_grace, "priority",
+     "terminationGracePeriodSeconds 30 is less than the 600 seconds class gpu-portal-training promises"),
+    ("whole_gpu-dra-kueue-1.36-training_gang-plain", _break_workload_priority_class, "priority",
+     "no such WorkloadPriorityClass; Kueue creates no Workload for it"),
+    ("whole_gpu-dra-kueue-1.37-training_gang-plain", _break_workload_priority_value, "priority",
+     "disagree: Kueue and the scheduler would order the work differently"),
+    ("whole_gpu-device_plugin-kai-1.37-training_gang-plain", _break_pod_group_priority, "priority",
+     "priorityClassName 'train-urgent': no such PriorityClass"),
 ]
 
 
@@ -492,3 +527,11 @@ def test_a_gb200_gang_on_kueue_is_admissible_with_the_mappings_the_portal_asks_f
     assert_schedulable(objects, inventory, admitted_for(case.team, request))
     unmapped = replace(inventory, kueue_device_class_mappings=frozenset())
     assert check(objects, unmapped, admitted_for(case.team, request)).rules() == {"kueue-dra"}
+
+
+def test_a_priority_class_already_on_the_cluster_serves_as_well_as_a_rendered_one():
+    objects, inventory, admitted = _setup("whole_gpu-device_plugin-none-1.34-development-plain")
+    [rendered] = _kind(objects, "PriorityClass")
+    without = [o for o in objects if o["kind"] != "PriorityClass"]
+
+    assert not check(without, replace(inventory, priority_classes=(rendered,)), admitted).problems

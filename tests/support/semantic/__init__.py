@@ -59,6 +59,10 @@ upstream behaviour they follow (docs/provisioning.md, "Semantic checks"):
   pods has a ValidatingAdmissionPolicy whose CEL parses (minimally, cel_syntax.py) and whose inline approvals admit
   the set's own pods, and a binding that names it, matches the namespace and denies (kubernetes/api v0.35.0
   `admissionregistration/v1/types.go`).
+- priority: every priority class a pod, PodGroup, Workload or Kueue Job names exists on the cluster or in the set
+  (Kubernetes' Priority admission plugin; Kueue v0.19.2 `pkg/util/priority/priority.go`), a WorkloadPriorityClass
+  agrees with the PriorityClass of its name, and pods get at least the checkpoint grace their class promises
+  (priority.py).
 - sharing: a claim one pod holds alone (from a template) carries no MPS cap below its device (dra-driver-nvidia-gpu
   v0.4.1 publishes no allowMultipleAllocations).
 
@@ -85,9 +89,10 @@ from .model import (
 )
 from .placement import node_matches, untolerated
 from .pods import PodRules
+from .priority import PriorityRules
 
 
-class _Checker(PodRules, AccountingRules, CrossingRules, AdmissionRules):
+class _Checker(PodRules, AccountingRules, CrossingRules, AdmissionRules, PriorityRules):
     def run(self) -> None:
         for pods in self.workloads():
             self.examined(pods.workload)
@@ -101,6 +106,7 @@ class _Checker(PodRules, AccountingRules, CrossingRules, AdmissionRules):
         self.check_feature_gates()
         self.check_claim_sharing()
         self.check_admission_policies()
+        self.check_priority()
 
 
 def check(objects: list[dict], inventory: Inventory, admitted: Admitted) -> SemanticReport:

@@ -24,7 +24,7 @@ SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 RULES = (
     "scheduler", "node-selection", "tolerations", "extended-resources", "claims", "device-classes", "devices",
     "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing", "kueue-queue",
-    "admission-policy",
+    "admission-policy", "priority",
 )  # fmt: skip
 
 
@@ -52,6 +52,9 @@ class Inventory:
     # No Kueue, and the API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: each team
     # namespace with GPU pods must have one the portal applied (provisioning/manifests/admission_policy.py).
     admission_policies: bool = False
+    # PriorityClasses (scheduling.k8s.io/v1) and Kueue WorkloadPriorityClasses already on the cluster, as objects.
+    priority_classes: tuple[dict, ...] = ()
+    workload_priority_classes: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
