@@ -7,6 +7,7 @@ class Category(models.TextChoices):
     USAGE = "usage", "Usage"
     WASTE = "waste", "Waste (stalled gang)"
     IDLE = "idle", "Idle (paid for, unused)"
+    PREEMPTED = "preempted", "Preempted (run stopped for higher-priority work)"
 
 
 # The report's categories for adjustment lines (late data for a closed month, booked in the next open month);

@@ -13,6 +13,8 @@ the pod is finished, restarts and back-off included (the device stays allocated 
   every container terminated — the latest `finishedAt` among those containers. A finished pod with no finish
   time recorded (an eviction) ends at its latest condition transition. Otherwise the interval stays open.
 * a pod none of whose containers has started yet (Pending, pulling) has no interval.
+* a pod the scheduler preempted (condition `DisruptionTarget`, reason `PreemptionByScheduler`) is marked: its
+  GPU time is the report's `preempted` category, what preemption cost its team.
 
 Init containers are not counted: GPU work runs in the main containers.
 
@@ -40,6 +42,7 @@ from gpu.vocabulary import MIG
 from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
 from provisioning import contract
 from provisioning.contract import parse_time as _parse_time
+from provisioning.reconcile.facts import PREEMPTION_BY_SCHEDULER
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 STRATEGIES = frozenset(STRATEGY_NAMES)
@@ -68,6 +71,7 @@ class PodUsage:
     resource_devices: int | None = None  # GPUs, slices or replicas its containers ask for (spec resources)
     problems: tuple[str, ...] = ()  # what was read as absent because it did not fit
     node: str = ""  # spec.nodeName: where a pod that does not say its GPU model ran
+    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 # The columns the fields are stored in (chargeback.models.UsageInterval); tests/chargeback check they agree.
@@ -203,6 +207,9 @@ def pod_usage(pod: dict, *, label_domain: str, owners: contract.Owners = NO_OWNE
         resource_devices=resource_devices(pod),
         problems=tuple(problems),
         node=_text((pod.get("spec") or {}).get("nodeName")),
+        preempted=any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                      and c.get("reason") == PREEMPTION_BY_SCHEDULER
+                      for c in (pod.get("status") or {}).get("conditions") or []),
     )
 
 

@@ -170,6 +170,12 @@ def pod_blockers(pods: Sequence[Any]) -> list[Blocker]:
         reason = pod.unschedulable_reason or "Unschedulable"
         words = (f"Pod {pod.rank} waits for its scheduling gates ({', '.join(pod.scheduling_gates)})."
                  if reason == "SchedulingGated" else f"Pod {pod.rank} cannot be placed on any node.")
+        if pod.nominated_node and reason != "SchedulingGated":
+            # kube-scheduler preempted lower-priority pods there for it (status.nominatedNodeName, v1.35
+            # pkg/scheduler/framework/preemption): it binds once they have stopped, after their grace period.
+            words = (f"Pod {pod.rank} outranks work on node {pod.nominated_node}: the scheduler preempted lower-priority "
+                     "pods there to make room, and it starts once they have stopped (each gets its termination grace "
+                     "period to checkpoint first).")
         found.append(Blocker(CAPACITY if INSUFFICIENT.search(pod.unschedulable_message) else SCHEDULING,
                              f"Pod {pod.namespace}/{pod.name}: condition PodScheduled=False", reason,
                              pod.unschedulable_message, words))

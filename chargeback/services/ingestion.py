@@ -246,6 +246,13 @@ WHERE u.cluster = %(cluster)s AND u.ended_at IS NULL AND u.first_seen_at < %(now
 RETURNING u.id, u.started_at, NULL::timestamptz, u.started_at, u.ended_at
 """
 
+# A preempted pod's GPU time is its own category (chargeback.ingest), from the first pass that sees it preempted;
+# time in closed months stays as it was closed.
+_PREEMPTED_SQL = """
+UPDATE chargeback_usageinterval SET category = 'preempted', updated_at = now()
+WHERE pod_uid = ANY(%(uids)s) AND category = 'usage' AND started_at >= %(horizon)s
+"""
+
 # Stand-in horizon when no month is closed: nothing is before it, so the frozen filter stays one comparison.
 _NEVER = datetime(1, 1, 1, tzinfo=dt_timezone.utc)
 
@@ -308,6 +315,9 @@ def usage_ingest(
                         result.updated += values[0]
                     else:
                         result.inserted += values[0]
+            preempted = [record.pod_uid for record in records if record.preempted]
+            if preempted:
+                cursor.execute(_PREEMPTED_SQL, {"uids": preempted, "horizon": horizon or _NEVER})
             if complete:
                 previous = (
                     UsageCollection.objects.filter(cluster=cluster_name, status=CollectionStatus.OK, listed_at__lt=now)

@@ -62,6 +62,12 @@ EXPECTED_POLICIES = 2832
 # cluster, gang or not: 6 strategy variants x 2 models x 4 versions x 4 shapes x 4 isolation variants = 768, less
 # the 64 refused MPS-on-DRA cases: 704.
 EXPECTED_QUEUED = 704
+# Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
+# over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
+# = 72, kueue 4 x (gang 3 + 3 x 2) = 36, native 4 x 3 x 2 + gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2
+# = 24: 232 x 48 = 11136, less the 16 refused MPS-on-DRA Kueue gangs (3 each) and the 48 refused MPS-on-DRA Kueue
+# non-gang cases (2 each): 10992.
+EXPECTED_PRIORITY_FIELDS = 10992
 
 FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
 # Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
