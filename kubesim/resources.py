@@ -74,6 +74,11 @@ BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
     _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "status", short_names=("pdb",)),
     _builtin("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",)),
     _builtin("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    # Served by every supported release (GA in 1.30); stored, never evaluated (docs/simulated-cluster.md).
+    _builtin("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False,
+             "status"),
+    _builtin("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings",
+             "ValidatingAdmissionPolicyBinding", False),
     _builtin("resource.k8s.io/v1", "deviceclasses", "DeviceClass", False),
     _builtin("resource.k8s.io/v1", "resourceclaims", "ResourceClaim", True, "status"),
     _builtin("resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),

@@ -45,6 +45,9 @@ class KubeEmulator(DiscoveryMixin, OpenAPIMixin, VisibilityMixin, ReadsMixin, Wr
     custom_resources: tuple[ServedResource, ...] = CUSTOM_RESOURCES
     # Alpha built-in APIs are off on a real cluster unless enabled (--runtime-config): the Workload API of 1.35.
     alpha_apis: bool = True
+    # Built-in group versions turned off (--runtime-config=<group/version>=false), e.g. a cluster without the
+    # ValidatingAdmissionPolicy API.
+    disabled_apis: tuple[str, ...] = ()
 
     _served: dict[kmock.resource, ServedResource] = attrs.field(factory=dict, init=False)
     _last_resource_version: int = attrs.field(default=0, init=False)
@@ -59,6 +62,8 @@ class KubeEmulator(DiscoveryMixin, OpenAPIMixin, VisibilityMixin, ReadsMixin, Wr
         # Neither KubernetesEmulator's CRUD reactions (they change objects before test reactions see a request)
         # nor the scaffold's catch-all 404: what no reaction answers goes to _route (see _handle).
         for served in builtin_resources(self.minor) + self.custom_resources:
+            if served.api_version in self.disabled_apis and not served.custom:
+                continue
             if self.alpha_apis or "alpha" not in served.version or served.custom:
                 self.serve(served)
         # Every cluster has these from its first start (kube-apiserver's system namespaces controller).

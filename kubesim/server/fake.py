@@ -66,12 +66,13 @@ class FakeKubeAPI:
     @classmethod
     def start(
         cls, *, git_version: str = DEFAULT_GIT_VERSION, custom_resources=CUSTOM_RESOURCES, tls: bool = True,
-        port: int | None = None, ca: TestCA | None = None, alpha_apis: bool = True,
+        port: int | None = None, ca: TestCA | None = None, alpha_apis: bool = True, disabled_apis: tuple[str, ...] = (),
     ) -> FakeKubeAPI:
         """Serve https with a certificate of the run's test CA (`ca_pem`, `ca_file`); `tls=False` serves plain
         http, for the tests that opt into an unverified connection on purpose. `port` fixes the loopback port
         (default: a free one) and `ca` the CA signing the certificate (the simulated cluster keeps its own);
-        `alpha_apis=False` leaves the alpha built-in APIs out, as a cluster started without --runtime-config."""
+        `alpha_apis=False` leaves the alpha built-in APIs out, as a cluster started without --runtime-config;
+        `disabled_apis` leaves those built-in group versions out, as `--runtime-config=<group/version>=false` does."""
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="fake-kube-api", daemon=True)
         thread.start()
@@ -80,7 +81,7 @@ class FakeKubeAPI:
 
         async def enter() -> None:  # asyncio objects are made on the loop that will use them
             fake.emulator = KubeEmulator(git_version=git_version, custom_resources=tuple(custom_resources),
-                                         alpha_apis=alpha_apis)
+                                         alpha_apis=alpha_apis, disabled_apis=tuple(disabled_apis))
             await fake.emulator.__aenter__()
             server_cls = functools.partial(_TLSServer, ssl_context=fake._ca.server_context()) if tls else None
             options = ({"server_cls": server_cls} if server_cls else {}) | ({"port": port} if port else {})

@@ -28,7 +28,7 @@ GANG = {**eta.TRAINING, "gpus_per_replica": 8, "replicas": 2, "expected_hours": 
 def kueue_east(inventory):
     fake = FakeKubeAPI.start(git_version="v1.35.2")
     try:
-        eta.seed(fake)  # the ClusterQueue gpu-portal holds 40 GPUs
+        eta.seed(fake, quota_gpus=40)  # the ClusterQueue gpu-portal holds 40 GPUs
         call_command("register_cluster", "gpu-east", "--server", fake.url, "--token", "t", "--ca-cert-file",
                      fake.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "kueue", stdout=StringIO())
         yield fake, Cluster.objects.get(name="gpu-east")

@@ -22,7 +22,7 @@ from provisioning.kube.inventory_reads import (
 from kubesim import nodes as k
 from kubesim import paging
 from kubesim.server import FakeKubeAPI
-from kubesim.resources import CUSTOM_RESOURCES, ServedResource
+from kubesim.resources import CUSTOM_RESOURCES
 
 
 def test_resource_slices_and_claims_come_back_as_plain_dicts(fake_kube, kube_client):
@@ -60,10 +60,10 @@ def test_no_gang_scheduler_on_a_bare_1_34_cluster():
 
 
 def test_admission_policies_are_found_only_where_the_api_server_serves_them(fake_kube, kube_client):
-    assert serves_admission_policies(kube_client, served_group_versions(kube_client)) is False
-    fake_kube.install(ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies",
-                                     "ValidatingAdmissionPolicy", False))
     assert serves_admission_policies(kube_client, served_group_versions(kube_client)) is True
+    with FakeKubeAPI.start(git_version="v1.36.1", disabled_apis=("admissionregistration.k8s.io/v1",)) as fake:
+        with KubeClient(ClusterConnection(server=fake.url, token="t", ca_cert=fake.ca_pem, request_timeout=2.0)) as kube:
+            assert serves_admission_policies(kube, served_group_versions(kube)) is False
 
 
 def test_kai_and_kueue_are_recognised(fake_kube, kube_client):

@@ -23,7 +23,7 @@ from provisioning.inventory import team_quota_set
 from provisioning.kube.client import ClusterConnection, KubeClient
 from provisioning.models import Cluster
 from provisioning.reconcile import cluster_status_reconcile
-from provisioning.waits import request_wait_refresh
+from provisioning.wait_refresh import request_wait_refresh
 from tests.conftest import client_for
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
@@ -34,7 +34,7 @@ GANG = {**eta.TRAINING, "gpus_per_replica": 8, "replicas": 2, "expected_hours": 
 def kueue_east(inventory):
     fake = FakeKubeAPI.start(git_version="v1.35.2")
     try:
-        eta.seed(fake)
+        eta.seed(fake, quota_gpus=40)
         fake.patch(kueue.KUEUE, "ClusterQueue", "gpu-portal", None,
                    {"spec": {"preemption": {"withinClusterQueue": "LowerPriority"}}})
         call_command("register_cluster", "gpu-east", "--server", fake.url, "--token", "t", "--ca-cert-file",

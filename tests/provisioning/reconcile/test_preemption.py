@@ -33,7 +33,7 @@ from provisioning.kube.client import KubeClient
 from provisioning.kube.connection import ClusterConnection
 from provisioning.models import Cluster
 from provisioning.reconcile import cluster_status_reconcile
-from provisioning.waits import request_wait_refresh
+from provisioning.wait_refresh import request_wait_refresh
 
 pytestmark = pytest.mark.django_db
 
