@@ -100,3 +100,34 @@ def test_a_kubectl_job_waits_for_approval_holding_no_quota_and_is_admitted_as_ap
         {"count": 2, "devices_per_pod": {"nvidia.com/gpu": 8}, "claims_per_pod": [],
          "images": ["nvcr.io/nvidia/pytorch:25.01-py3"]}]
     assert fake_kube.get("batch/v1", "Job", "adhoc", TEAM_NS)["spec"]["suspend"] is False
+
+
+def test_a_found_request_is_reviewed_as_exactly_its_pod_sets_and_checked_again_at_admission(
+    kueue_east, fake_kube, kube_client, platform_user,
+):
+    # Issue 23 item 3: two containers of 4 GPUs are 8 per pod; the review says so, and approval admits that only.
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    body = kubectl_job("two-containers", gpus=4, parallelism=2)
+    containers = body["spec"]["template"]["spec"]["containers"]
+    containers.append({**containers[0], "name": "sidecar"})
+    kube_client.resource("batch/v1", "Job").create(body=body, namespace=TEAM_NS)
+    kueue.step(fake_kube)
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    found = GpuRequest.objects.get(origin="cluster")
+    assert found.answers["gpus_per_replica"] == 8 and found.answers["replicas"] == 2
+
+    page = admin(platform_user).get(f"/admin/intake/pendingapproval/{found.pk}/change/").content.decode()
+    assert "Exactly 2 pod(s) x {nvidia.com/gpu: 8} (nvcr.io/nvidia/pytorch:25.01-py3)" in page
+    assert "Reviewed as exactly its pod sets, which is what approval admits and nothing else" in page
+
+    admin(platform_user).post(f"/admin/intake/pendingapproval/{found.pk}/approve/", {"comment": "ok"})
+    workload = workload_of(fake_kube, {"metadata": {"name": "two-containers", "namespace": TEAM_NS}})
+    grown = fake_kube.get(KUEUE, "Workload", workload["metadata"]["name"], TEAM_NS)["spec"]["podSets"]
+    grown[0]["count"] = 4  # its pod sets are not what was reviewed any more
+    fake_kube.patch(KUEUE, "Workload", workload["metadata"]["name"], TEAM_NS, {"spec": {"podSets": grown}})
+    admission_checks_sync(cluster_id=kueue_east.pk)
+
+    check = portal_check(fake_kube, workload)
+    assert check["state"] != "Ready"
+    assert "its pod sets (4 pod(s) x {nvidia.com/gpu: 8}" in check["message"]
+    assert f"are not what request #{found.pk} in the GPU portal was approved for" in check["message"]
