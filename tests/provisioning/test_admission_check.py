@@ -300,3 +300,28 @@ def test_the_controller_command_runs_one_pass(kueue_east, fake_kube):
 
     assert "gpu-east: done; 0 workload(s) checked" in out.getvalue()
     assert fake_kube.get(KUEUE, "AdmissionCheck", ADMISSION_CHECK_NAME) is not None
+
+
+@pytest.mark.parametrize(("name", "limits", "claims", "asks"), [
+    ("mig-job", {"nvidia.com/mig-3g.40gb": 1}, [], "nvidia.com/mig-3g.40gb: 1"),
+    ("shared-job", {"nvidia.com/gpu.shared": 1}, [], "nvidia.com/gpu.shared: 1"),
+    ("dra-job", {}, [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}], "DRA template:one-gpu"),
+])
+def test_gpu_work_the_portal_cannot_classify_waits_as_a_found_request(kueue_east, fake_kube, name, limits, claims,
+                                                                       asks):
+    # Issue 23 item 6: MIG, shared-GPU and DRA Jobs from kubectl are not rejected; they wait for a decision.
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    job = kubectl_job(name)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": limits}
+    job["spec"]["template"]["spec"]["resourceClaims"] = claims
+    if claims:
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    _, workload = kueue.submit_job(fake_kube, job)
+
+    admission_checks_sync(cluster_id=kueue_east.pk)
+
+    found = GpuRequest.objects.get(origin="cluster")
+    check = portal_check(fake_kube, workload)
+    assert check["state"] == "Pending" and f"request #{found.pk}" in check["message"]
+    assert found.status == "pending_approval"
+    assert f"1 pod(s) x {{{asks}}}" in found.events.get(reason="FoundInCluster").comment
