@@ -408,6 +408,9 @@ PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECO
 # The Kueue admission check (provisioning/admission.py): how often beat lists every Kueue cluster's Workloads and
 # writes the portal's check (an approval reaches the cluster within this); 0 turns the beat entry off.
 PORTAL_ADMISSION_SYNC_SECONDS = float(os.environ.get("PORTAL_ADMISSION_SYNC_SECONDS", "15"))
+# ... and how long Kueue keeps a Workload waiting for approval out of its queue after the check released its quota
+# (Retry's requeueAfterSeconds): the longest an approved found request waits for its requeue.
+PORTAL_ADMISSION_RETRY_SECONDS = int(os.environ.get("PORTAL_ADMISSION_RETRY_SECONDS", "60"))
 # A worker re-lists pods from scratch at least this often, whatever its watch says (an informer's resync).
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
 # Pods per page of that LIST (client-go's default page size): a worker holds one decoded page at a time.

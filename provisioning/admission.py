@@ -49,7 +49,6 @@ from .manifests.admission import (
     READY,
     REJECTED,
     RETRY,
-    RETRY_AFTER_SECONDS,
     asks_devices,
     active_condition,
     build_admission_check,
@@ -245,7 +244,15 @@ def _row_for(cluster: Cluster, workload: dict) -> tuple[AdmissionWorkload, bool]
                       "owner_name": owner["name"]},
         )
         found = False
-        if created or (row.request_id is None and row.state in (PENDING, RETRY)):
+        legacy = (not created and row.request_id is not None
+                  and not AdmissionBinding.objects.filter(request_id=row.request_id).exists())
+        if legacy and (row.state == READY or row.request.origin == RequestOrigin.CLUSTER):
+            # admitted, or found in the cluster from this very Workload, before bindings were kept: bound as it is
+            AdmissionBinding.objects.create(request_id=row.request_id, cluster=cluster, workload_uid=row.uid,
+                                            owner_uid=owner["uid"], namespace=row.namespace,
+                                            shape=workload_shape(workload))
+        elif created or legacy or (row.request_id is None and row.state in (PENDING, RETRY)):
+            row.request = None
             found = _bind(row, workload)
             row.save(update_fields=["request", "message"])
     return AdmissionWorkload.objects.select_related("request", "cluster").get(pk=row.pk), found
@@ -262,7 +269,7 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
     state, message = desired_state(row, workload)
     if live.get("state") != state or live.get("message") != message:
         checks = with_check_state(workload["status"]["admissionChecks"], state=state, message=message, now=_now(),
-                                  requeue_after=RETRY_AFTER_SECONDS if state == RETRY else None)
+                                  requeue_after=settings.PORTAL_ADMISSION_RETRY_SECONDS if state == RETRY else None)
         patch_workload_checks(kube, workload, checks)
         run.patched += 1
     if row.state != state or row.message != message:

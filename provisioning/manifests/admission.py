@@ -93,11 +93,10 @@ def workload_pod_labels(workload: Mapping[str, Any]) -> dict[str, str]:
     return dict(((pod_sets[0].get("template") or {}).get("metadata") or {}).get("labels") or {})
 
 
-# What a check answers while a Workload waits for the platform team and holds quota: Retry (Kueue releases the
-# quota and requeues it, `site/content/en/docs/concepts/admission_check/_index.md`), not before this many seconds
-# (`requeueAfterSeconds`, KEP-3258, `apis/kueue/v1beta2/workload_types.go` AdmissionCheckState; Kueue sets
-# `status.requeueState.requeueAt` from it, `pkg/workload/admissionchecks.go` NeedsRequeueAtUpdate).
-RETRY_AFTER_SECONDS = 60
+# While a Workload waits for the platform team and holds quota the check answers Retry (Kueue releases the quota
+# and requeues it, `site/content/en/docs/concepts/admission_check/_index.md`), with `requeueAfterSeconds`
+# (settings.PORTAL_ADMISSION_RETRY_SECONDS; KEP-3258, `apis/kueue/v1beta2/workload_types.go` AdmissionCheckState;
+# Kueue sets `status.requeueState.requeueAt` from it, `pkg/workload/admissionchecks.go` NeedsRequeueAtUpdate).
 DEVICE_PREFIXES = ("nvidia.com/", "amd.com/", "gpu.intel.com/")
 
 

@@ -14,7 +14,6 @@ from kubesim import kueue
 from kubesim.nodes import namespace
 from provisioning.admission import admission_checks_sync
 from provisioning.inventory import team_quota_set
-from provisioning.manifests.admission import RETRY_AFTER_SECONDS
 from provisioning.models import AdmissionBinding, Cluster
 
 from .test_admission_check import KUEUE, TEAM_NS, TRAINING, admin, kubectl_job, kueue_east, portal_check  # noqa: F401
@@ -34,7 +33,7 @@ def workload_of(fake, job: dict) -> dict:
 
 def test_a_kubectl_job_waits_for_approval_holding_no_quota_and_is_admitted_as_approved(
     kueue_east, fake_kube, kube_client, engineer_b, team_b, platform_user, eager_celery,
-    django_capture_on_commit_callbacks,
+    django_capture_on_commit_callbacks, settings,
 ):
     Cluster.objects.filter(name="gpu-west").update(enabled=False)
     team_quota_set(team=team_b, strategy="whole_gpu", gpu_equivalents=64)
@@ -53,7 +52,7 @@ def test_a_kubectl_job_waits_for_approval_holding_no_quota_and_is_admitted_as_ap
 
     found = GpuRequest.objects.get(origin="cluster")
     check = portal_check(fake_kube, adhoc)
-    assert check["state"] == "Retry" and check["requeueAfterSeconds"] == RETRY_AFTER_SECONDS
+    assert check["state"] == "Retry" and check["requeueAfterSeconds"] == settings.PORTAL_ADMISSION_RETRY_SECONDS
     assert check["message"].startswith(f"Waiting for approval; no quota is held: request #{found.pk}")
     cpu = workload_of(fake_kube, {"metadata": {"name": "cpu-prep", "namespace": TEAM_NS}})
     assert portal_check(fake_kube, cpu)["state"] == "Ready"
@@ -85,7 +84,7 @@ def test_a_kubectl_job_waits_for_approval_holding_no_quota_and_is_admitted_as_ap
         {"type": "Complete", "status": "True"}]})
     response = admin(platform_user).post(f"/admin/intake/pendingapproval/{found.pk}/approve/", {"comment": "ok"})
     assert response.status_code == 302
-    later = time.time() + RETRY_AFTER_SECONDS + 1
+    later = time.time() + settings.PORTAL_ADMISSION_RETRY_SECONDS + 1
     for _ in range(2):
         kueue.step(fake_kube, now=later)
         admission_checks_sync(cluster_id=kueue_east.pk)
