@@ -175,3 +175,33 @@ def test_a_copy_of_a_pending_requests_labels_is_not_admitted_when_it_is_approved
     settle(fake_kube, east)
 
     assert_not_admitted_as(fake_kube, pending, copied, "team-a")
+
+
+def test_a_pod_copying_an_approved_requests_labels_is_not_admitted_as_it(
+    east, fake_kube, kube_client, engineer, team_a, platform_user, eager_celery, django_capture_on_commit_callbacks,
+):
+    # A bare Pod into the queue (Kueue's plain-pod integration makes a Workload owned by the Pod, with the pod's
+    # spec as its one pod set; kueue v0.19.2 pkg/controller/jobs/pod): the Pod is written over HTTP, its Workload
+    # as Kueue would make it.
+    gpu_request, _ = approved_and_applied(engineer, team_a, platform_user, django_capture_on_commit_callbacks)
+    settle(fake_kube, east)
+    original = portal_job(fake_kube, TEAM_NS)
+    template = copy.deepcopy(original["spec"]["template"])
+    pod = kube_client.resource("v1", "Pod").create(namespace=TEAM_NS, body={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lone", "namespace": TEAM_NS,
+                                                        "labels": template["metadata"]["labels"]},
+        "spec": {**template["spec"], "restartPolicy": "Never"}}).to_dict()
+    checks = [{"name": "gpu-portal-approval", "state": "Pending", "message": "",
+               "lastTransitionTime": "2026-12-02T00:00:00Z"}]
+    workload = fake_kube.put({"apiVersion": KUEUE, "kind": "Workload", "metadata": {
+        "name": "pod-lone-1", "namespace": TEAM_NS, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": "lone", "uid": pod["metadata"]["uid"], "controller": True}]},
+        "spec": {"queueName": TEAM_NS, "active": True, "podSets": [{"name": "main", "count": 1, "template": template}]},
+        "status": {"conditions": [], "admissionChecks": checks}})
+
+    admission_checks_sync(cluster_id=east.pk)
+
+    check = portal_check(fake_kube, workload)
+    found = GpuRequest.objects.get(origin="cluster", name="lone")
+    assert check["state"] != "Ready" and f"request #{found.pk} " in check["message"]
+    assert f"request #{gpu_request.pk} " not in check["message"]
