@@ -65,7 +65,7 @@ from .manifests.gang import KUEUE_QUEUE_LABEL
 from .contract import MANAGED_BY, MANAGED_BY_KEY
 from .manifests.names import k8s_name, team_namespace
 from .manifests.team import DEFAULT_CLUSTER_QUEUE
-from .models import AdmissionBinding, AdmissionWorkload, AppliedObject, Cluster
+from .models import AdmissionBinding, AdmissionWorkload, AppliedObject, Cluster, NodePool
 from .selectors.rendering import request_manifests
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def _approved_work(gpu_request: GpuRequest, cluster: Cluster) -> contract.Approv
                            .exclude(uid="").values_list("uid", flat=True))
     try:
         shape = tuple(rendered_shape(request_manifests(gpu_request=gpu_request), KUEUE_QUEUE_LABEL))
-    except RenderError:
+    except (RenderError, NodePool.DoesNotExist):  # cannot be rendered now: no pod sets match it
         shape = ()
     return contract.ApprovedWork(
         request_id=gpu_request.pk, admits=gpu_request.status in ADMITTING_STATUSES,
@@ -151,9 +151,11 @@ def _claimed_request(row: AdmissionWorkload, workload: dict, shape: list) -> tup
                                          shape=shape, approved=approved)
     if refusal:
         return None, refusal
-    AdmissionBinding.objects.get_or_create(request=gpu_request, defaults={
+    binding, _ = AdmissionBinding.objects.get_or_create(request=gpu_request, defaults={
         "cluster": row.cluster, "workload_uid": row.uid, "owner_uid": workload_owner(workload)["uid"],
         "namespace": row.namespace, "shape": shape})
+    if binding.workload_uid != row.uid:  # another pass bound another Workload meanwhile
+        return None, f"request #{gpu_request.pk} was already admitted once, as Workload {binding.workload_uid}"
     return gpu_request, ""
 
 
