@@ -104,6 +104,9 @@ RULES: tuple[Rule, ...] = (
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Kueue admission check: list and watch Workloads in every namespace.",
          ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
+    Rule("Kueue admission check: a plain-pod Workload's Pod read by name, for its owner (a StatefulSet the portal "
+         "applied, by uid, or the ReplicaSet of a Deployment it applied).",
+         ("get",), ("",), ("pods",)),
     Rule("Why queued requests wait (provisioning/queue_waits.py): the ClusterQueues' GPU quota.",
          ("list",), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Why queued requests wait: each ClusterQueue's pending workloads in Kueue's order (its visibility API).",

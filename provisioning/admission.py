@@ -40,6 +40,7 @@ from .kube.workloads import (
     patch_admission_check_conditions,
     patch_workload_checks,
     read_admission_check,
+    read_object,
     read_cluster_queue,
     watch_workloads,
 )
@@ -55,6 +56,7 @@ from .manifests.admission import (
     build_cluster_queue_check,
     check_state,
     with_check_state,
+    rendered_pod_shapes,
     rendered_shape,
     workload_owner,
     workload_pod_labels,
@@ -129,16 +131,48 @@ def _approved_work(gpu_request: GpuRequest, cluster: Cluster) -> contract.Approv
     owner_uids = frozenset(AppliedObject.objects.filter(request=gpu_request, cluster=cluster, deleted_at__isnull=True)
                            .exclude(uid="").values_list("uid", flat=True))
     try:
-        shape = tuple(rendered_shape(request_manifests(gpu_request=gpu_request), KUEUE_QUEUE_LABEL))
+        objects = request_manifests(gpu_request=gpu_request)
     except (RenderError, NodePool.DoesNotExist):  # cannot be rendered now: no pod sets match it
-        shape = ()
+        objects = []
     return contract.ApprovedWork(
         request_id=gpu_request.pk, admits=gpu_request.status in ADMITTING_STATUSES,
         status=gpu_request.get_status_display().lower(), namespace=team_namespace(gpu_request.team.slug),
-        owner_uids=owner_uids, shape=shape, bound_workload_uid=binding.workload_uid if binding else "")
+        owner_uids=owner_uids, shape=tuple(rendered_shape(objects, KUEUE_QUEUE_LABEL)),
+        pod_shapes=tuple(rendered_pod_shapes(objects, KUEUE_QUEUE_LABEL)),
+        bound_workload_uid=binding.workload_uid if binding else "")
 
 
-def _claimed_request(row: AdmissionWorkload, workload: dict, shape: list) -> tuple[GpuRequest | None, str]:
+def _applied_owner_uid(kube: KubeClient, workload: dict, gpu_request: GpuRequest, cluster: Cluster) -> str:
+    """The uid up a Workload's owner chain that the portal may have applied: a Job's own; for a plain-pod Workload
+    its Pod's controller (a StatefulSet, or a Deployment where no ReplicaSet sits between, as in kubesim), or, for
+    a Pod of a ReplicaSet, the Deployment the portal applied for the request whose ReplicaSet that is by name
+    (`<deployment>-<pod-template-hash>`, the Deployment controller's naming). A Pod cannot usefully claim a
+    ReplicaSet it is not of: the garbage collector deletes a Pod whose owner uid does not exist, and a ReplicaSet
+    deletes the pods it owns beyond its replicas. "" when it has none."""
+    owner = workload_owner(workload)
+    if owner["kind"] != "Pod":
+        return owner["uid"]
+    namespace = workload["metadata"].get("namespace", "")
+    pod = read_object(kube, "v1", "Pod", owner["name"], namespace) or {}
+    if (pod.get("metadata") or {}).get("uid") != owner["uid"]:
+        return ""
+    ref = next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+    if ref is None:
+        return ""
+    if ref.get("kind") != "ReplicaSet":
+        return ref.get("uid", "")
+    suffix = "-" + ((pod["metadata"].get("labels") or {}).get("pod-template-hash") or "")
+    name = ref.get("name", "")
+    if len(suffix) < 2 or not name.endswith(suffix):
+        return ""
+    deployment = AppliedObject.objects.filter(request=gpu_request, cluster=cluster, kind="Deployment",
+                                              namespace=namespace, name=name[:-len(suffix)],
+                                              deleted_at__isnull=True).first()
+    return deployment.uid if deployment else ""
+
+
+def _claimed_request(row: AdmissionWorkload, workload: dict, shape: list,
+                     kube: KubeClient) -> tuple[GpuRequest | None, str]:
     """(the portal request this Workload is exactly the approved work of, "") or (None, why it is not)."""
     identity = contract.pod_identity({"metadata": {"namespace": row.namespace, "uid": row.uid,
                                                    "labels": workload_pod_labels(workload)}},
@@ -147,14 +181,16 @@ def _claimed_request(row: AdmissionWorkload, workload: dict, shape: list) -> tup
     gpu_request = (GpuRequest.objects.select_related("team").filter(pk=request_id, origin=RequestOrigin.PORTAL)
                    .first() if request_id else None)
     approved = _approved_work(gpu_request, row.cluster) if gpu_request else None
-    refusal = contract.admission_refusal(identity, workload_uid=row.uid, owner_uid=workload_owner(workload)["uid"],
-                                         shape=shape, approved=approved)
+    per_pod = row.owner_kind == "Pod"
+    row.applied_owner_uid = _applied_owner_uid(kube, workload, gpu_request, row.cluster) if approved else ""
+    refusal = contract.admission_refusal(identity, workload_uid=row.uid, owner_uid=row.applied_owner_uid,
+                                         shape=shape, approved=approved, per_pod=per_pod)
     if refusal:
         return None, refusal
     binding, _ = AdmissionBinding.objects.get_or_create(request=gpu_request, defaults={
-        "cluster": row.cluster, "workload_uid": row.uid, "owner_uid": workload_owner(workload)["uid"],
+        "cluster": row.cluster, "workload_uid": row.uid, "owner_uid": row.applied_owner_uid,
         "namespace": row.namespace, "shape": shape})
-    if binding.workload_uid != row.uid:  # another pass bound another Workload meanwhile
+    if binding.workload_uid != row.uid and not (per_pod and binding.owner_uid == row.applied_owner_uid):
         return None, f"request #{gpu_request.pk} was already admitted once, as Workload {binding.workload_uid}"
     return gpu_request, ""
 
@@ -163,7 +199,7 @@ def _team_of(namespace: str) -> Team | None:
     return next((t for t in Team.objects.all() if team_namespace(t.slug) == namespace), None)
 
 
-def _bind(row: AdmissionWorkload, workload: dict) -> bool:
+def _bind(row: AdmissionWorkload, workload: dict, kube: KubeClient) -> bool:
     """Give a row its request: the portal's own when the Workload is exactly what was approved, else one found in
     the cluster, waiting for review. Returns True if a request was found now."""
     shape = workload_shape(workload)
@@ -172,7 +208,7 @@ def _bind(row: AdmissionWorkload, workload: dict) -> bool:
         return False  # nothing to approve: Ready
     why = ""
     if workload_pod_labels(workload).get(MANAGED_BY_KEY) == MANAGED_BY:
-        row.request, why = _claimed_request(row, workload, shape)
+        row.request, why = _claimed_request(row, workload, shape, kube)
         if row.request is not None:
             return False
     team = _team_of(row.namespace)
@@ -224,7 +260,9 @@ def desired_state(row: AdmissionWorkload, workload: dict) -> tuple[str, str]:
     if gpu_request.status in ADMITTED_STATUSES:
         binding = AdmissionBinding.objects.filter(request=gpu_request).first()
         shape = workload_shape(workload)
-        if binding is None or binding.workload_uid != row.uid or binding.shape != shape:
+        bound = binding is not None and (binding.workload_uid == row.uid or (
+            row.owner_kind == "Pod" and row.applied_owner_uid and binding.owner_uid == row.applied_owner_uid))
+        if not bound or binding.shape != shape:
             return wait, (f"Waiting; no quota is held: its pod sets ({contract.shape_words(shape)}) are not what "
                           f"{where} was approved for; submit the work again.")
         return READY, f"Approved: {where}."
@@ -234,7 +272,7 @@ def desired_state(row: AdmissionWorkload, workload: dict) -> tuple[str, str]:
     return REJECTED, f"The {where} is {gpu_request.get_status_display().lower()}."
 
 
-def _row_for(cluster: Cluster, workload: dict) -> tuple[AdmissionWorkload, bool]:
+def _row_for(cluster: Cluster, workload: dict, kube: KubeClient) -> tuple[AdmissionWorkload, bool]:
     """The Workload's row, made (and its request bound) the first time it is seen, and bound again while it has no
     request and waits (a namespace's team registered since, say); (row, found now)."""
     meta = workload["metadata"]
@@ -255,8 +293,8 @@ def _row_for(cluster: Cluster, workload: dict) -> tuple[AdmissionWorkload, bool]
                                             shape=workload_shape(workload))
         elif created or legacy or (row.request_id is None and row.state in (PENDING, RETRY)):
             row.request = None
-            found = _bind(row, workload)
-            row.save(update_fields=["request", "message"])
+            found = _bind(row, workload, kube)
+            row.save(update_fields=["request", "message", "applied_owner_uid"])
     return AdmissionWorkload.objects.select_related("request", "cluster").get(pk=row.pk), found
 
 
@@ -266,7 +304,7 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
     if live is None or workload["metadata"].get("deletionTimestamp"):
         return  # not in a queue that requires the portal's check, or going away
     run.seen += 1
-    row, found = _row_for(cluster, workload)
+    row, found = _row_for(cluster, workload, kube)
     run.found += int(found)
     state, message = desired_state(row, workload)
     if live.get("state") != state or live.get("message") != message:

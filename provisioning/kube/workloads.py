@@ -68,6 +68,17 @@ def read_admission_check(kube: KubeClient, name: str) -> dict[str, Any]:
         return kube.dynamic.get(resource, name=name, serializer=raw)
 
 
+def read_object(kube: KubeClient, api_version: str, kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+    """One namespaced object by name (a plain-pod Workload's Pod, the Pod's ReplicaSet), or None when it is gone."""
+    try:
+        with kube_errors(f"read {kind} {namespace}/{name}"):
+            return kube.dynamic.get(kube.resource(api_version, kind), name=name, namespace=namespace, serializer=raw)
+    except KubeError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def read_cluster_queue(kube: KubeClient, name: str) -> dict[str, Any] | None:
     """The ClusterQueue, or None when the cluster has none of that name."""
     resource = kube.resource(KUEUE_API, "ClusterQueue")

@@ -152,6 +152,18 @@ def rendered_shape(objects: Sequence[Mapping[str, Any]], queue_label: str) -> li
             and queue_label in ((obj.get("metadata") or {}).get("labels") or {})]
 
 
+POD_OWNERS = {"Deployment", "StatefulSet"}
+
+
+def rendered_pod_shapes(objects: Sequence[Mapping[str, Any]], queue_label: str) -> list[dict[str, Any]]:
+    """The one-pod pod set of each pod of the queued Deployments and StatefulSets the portal renders: Kueue's
+    deployment and statefulset integrations admit every pod as a plain-pod Workload of its own (kueue v0.19.2
+    `pkg/controller/jobs/deployment`, `pkg/controller/jobs/pod`)."""
+    return [pod_set_shape(count=1, template=(obj.get("spec") or {}).get("template") or {})
+            for obj in objects if obj.get("kind") in POD_OWNERS
+            and queue_label in ((obj.get("metadata") or {}).get("labels") or {})]
+
+
 def asks_devices(shape: Sequence[Mapping[str, Any]]) -> bool:
     """Whether any pod set asks an accelerator (a device resource or a DRA claim): else nothing to approve."""
     return any(ps["devices_per_pod"] or ps["claims_per_pod"] for ps in shape)

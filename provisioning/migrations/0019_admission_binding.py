@@ -10,6 +10,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name='admissionworkload',
+            name='applied_owner_uid',
+            field=models.CharField(blank=True, help_text='uid of the object up its owner chain the portal applied, if any', max_length=64),
+        ),
         migrations.CreateModel(
             name='AdmissionBinding',
             fields=[

@@ -43,6 +43,8 @@ class AdmissionWorkload(models.Model):
     name = models.CharField(max_length=253)
     owner_kind = models.CharField(max_length=63, blank=True)
     owner_name = models.CharField(max_length=253, blank=True)
+    applied_owner_uid = models.CharField(
+        max_length=64, blank=True, help_text="uid of the object up its owner chain the portal applied, if any")
     request = models.ForeignKey(
         "intake.GpuRequest", null=True, blank=True, on_delete=models.SET_NULL, related_name="admission_workloads",
         help_text="blank: the portal could not make a request of it (and rejected it, saying why)",

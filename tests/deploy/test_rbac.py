@@ -196,6 +196,7 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     request("GET", f"{kueue_api}/workloads", [("watch", "true")])
     request("PATCH", f"{kueue_api}/namespaces/team-a/workloads/job-train-1a2b3/status", body={"status": {}},
             content_type="application/merge-patch+json")
+    request("GET", "/api/v1/namespaces/team-a/pods/web-5d8f-x")  # a plain-pod Workload's Pod, for its owner
     # cancel: list each kind by the request's labels, then delete each object
     for group, version, plural in NAMESPACED:
         request("GET", f"{base(group, version)}/namespaces/team-a/{plural}",
