@@ -205,3 +205,48 @@ def test_a_pod_copying_an_approved_requests_labels_is_not_admitted_as_it(
     found = GpuRequest.objects.get(origin="cluster", name="lone")
     assert check["state"] != "Ready" and f"request #{found.pk} " in check["message"]
     assert f"request #{gpu_request.pk} " not in check["message"]
+
+
+SERVING = {"workload_class": "inference", "tenancy": "dedicated", "latency": "latency_sensitive",
+           "gpu_memory_gb": 80, "replicas": 2, "image": "vllm/vllm-openai:v0.9.0"}
+
+
+def plain_pod_workload(fake, kube_client, *, name: str, template: dict, owner: dict | None) -> dict:
+    """A Pod written over HTTP and the Workload Kueue's pod integration makes of it (one pod set of one pod)."""
+    pod = kube_client.resource("v1", "Pod").create(namespace=TEAM_NS, body={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": TEAM_NS, "labels": template["metadata"]["labels"],
+            **({"ownerReferences": [{"apiVersion": "apps/v1", "kind": owner["kind"], "name": owner["metadata"]["name"],
+                                     "uid": owner["metadata"]["uid"], "controller": True}]} if owner else {})},
+        "spec": template["spec"]}).to_dict()
+    return fake.put({"apiVersion": KUEUE, "kind": "Workload", "metadata": {
+        "name": f"pod-{name}", "namespace": TEAM_NS, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": pod["metadata"]["uid"], "controller": True}]},
+        "spec": {"queueName": TEAM_NS, "active": True, "podSets": [{"name": "main", "count": 1, "template": template}]},
+        "status": {"conditions": [], "admissionChecks": [{"name": "gpu-portal-approval", "state": "Pending",
+                                                          "message": "", "lastTransitionTime": "2026-12-02T00:00:00Z"}]}})
+
+
+def test_each_pod_of_the_portals_queued_deployment_is_admitted_and_a_copied_pod_is_not(
+    east, fake_kube, kube_client, engineer, team_a, platform_user, eager_celery, django_capture_on_commit_callbacks,
+):
+    # Kueue's deployment integration admits every pod of a queued Deployment as a plain-pod Workload (kueue v0.19.2
+    # pkg/controller/jobs/deployment); each is bound through its Pod's owner to the Deployment the portal applied.
+    gpu_request = request_submit(user=engineer, team=team_a, name="serve", raw_answers=SERVING)
+    with django_capture_on_commit_callbacks(execute=True):
+        request_approve(user=platform_user, request_id=gpu_request.pk)
+    (deployment,) = fake_kube.find("apps/v1", "Deployment", TEAM_NS)
+    if kueue.QUEUE_LABEL not in deployment["metadata"]["labels"]:
+        pytest.skip("the renderer does not queue Deployments on Kueue clusters yet (issue 23 item 7)")
+    template = copy.deepcopy(deployment["spec"]["template"])
+
+    pods = [plain_pod_workload(fake_kube, kube_client, name=f"serve-{i}", template=template, owner=deployment)
+            for i in range(2)]
+    copied = plain_pod_workload(fake_kube, kube_client, name="serve-copy", template=template, owner=None)
+    admission_checks_sync(cluster_id=east.pk)
+
+    for workload in pods:
+        assert portal_check(fake_kube, workload)["message"] == f"Approved: request #{gpu_request.pk} in the GPU portal."
+    check = portal_check(fake_kube, copied)
+    found = GpuRequest.objects.get(origin="cluster", name="serve-copy")
+    assert check["state"] != "Ready" and f"request #{found.pk} " in check["message"]
