@@ -101,7 +101,7 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
                                                                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
     # ... and a plain-pod Workload carrying the portal's labels: its Pod is read, for its owner.
-    labels = {"app": "web", "app.kubernetes.io/managed-by": "gpu-portal", "gpu-portal.io/request-id": "1"}
+    labels = {"app": "web", "app.kubernetes.io/managed-by": "gpu-portal", "gpu-portal.io/request-id": str(serving.pk)}
     pod_spec = {"containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
     pod = fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": "web-5d8f-x", "namespace": "gpu-team-a", "labels": labels, "ownerReferences": [
