@@ -148,7 +148,7 @@ def explain(args) -> bool:
     team_quota_set(team=team, strategy="whole_gpu", gpu_equivalents=100_000)
     fake = FakeKubeAPI.start()
     try:
-        eta.seed(fake)
+        eta.seed(fake, quota_gpus=40)  # two 2 x 8 clones fill it, the rest wait
         call_command("register_cluster", "gpu-east", "--server", fake.url, "--token", "bench", "--ca-cert-file",
                      fake.ca_file, "--kubernetes-version", "1.35", "--gang-scheduler", "kueue", stdout=StringIO())
         cluster = Cluster.objects.get(name="gpu-east")

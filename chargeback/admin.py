@@ -20,6 +20,7 @@ from portal.roles import is_finance, is_platform
 from . import budget_services, services
 from .budget_services import BUDGET_FIELDS, budget_check
 from .budgets import budget_forecast
+from .choices import Flag
 from .models import Adjustment, Budget, ClosedPeriod, RateCard, UsageCollection, UsageInterval
 from .periods import month_start
 
@@ -66,12 +67,25 @@ class RateCardAdmin(PlatformAdminMixin, admin.ModelAdmin):
             services.rate_card_delete(user=request.user, rate_card=card)
 
 
+class FlagFilter(admin.SimpleListFilter):
+    """Intervals with one flag, e.g. `found_in_cluster`: pods nothing the portal applied owns (docs/chargeback.md)."""
+
+    title = "flag"
+    parameter_name = "flag"
+
+    def lookups(self, request, model_admin):
+        return Flag.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(flags__contains=[self.value()]) if self.value() in Flag.values else queryset
+
+
 @admin.register(UsageInterval)
 class UsageIntervalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     finance_can_view = True
     list_display = ["pod_name", "team", "cluster", "strategy", "gpu_model", "mig_profile", "devices",
                     "gpu_equivalents", "started_at", "ended_at", "end_source", "category", "flags", "is_demo"]
-    list_filter = ["category", "strategy", "cluster", "gpu_model", "end_source", "is_demo", "team"]
+    list_filter = [FlagFilter, "category", "strategy", "cluster", "gpu_model", "end_source", "is_demo", "team"]
     search_fields = ["pod_uid", "pod_name", "namespace", "request__name"]
     list_select_related = ["team"]
     date_hierarchy = "started_at"
@@ -90,7 +104,8 @@ class AdjustmentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class UsageCollectionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     finance_can_view = True
     list_display = ["listed_at", "cluster", "status", "source", "pods_seen", "intervals_inserted",
-                    "intervals_updated", "intervals_vanished", "adjustments", "flagged"]
+                    "intervals_updated", "intervals_vanished", "adjustments", "flagged", "found_in_cluster",
+                    "pods_unreadable"]
     list_filter = ["status", "cluster", "source"]
 
 

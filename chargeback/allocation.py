@@ -36,12 +36,14 @@ DeviceKey = tuple[str, str, str]  # (driver, pool, device)
 @dataclass(frozen=True)
 class ClusterFacts:
     """What a collection pass read besides the pods (chargeback.collect): the portal's ResourceClaims, the drivers'
-    ResourceSlices, DeviceTaintRules, and the nodes of the pods that failed. Empty where nothing needed them."""
+    ResourceSlices, DeviceTaintRules, the nodes of the pods that failed, and the ReplicaSets and Jobs between the
+    pods and the objects the portal applied (their owner chains). Empty where nothing needed them."""
 
     claims: tuple = ()
     slices: tuple = ()
     taint_rules: tuple = ()
     nodes: tuple = ()
+    owners: tuple = ()
 
 
 def quantity(value) -> Fraction | None:

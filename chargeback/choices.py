@@ -7,6 +7,7 @@ class Category(models.TextChoices):
     USAGE = "usage", "Usage"
     WASTE = "waste", "Waste (stalled gang)"
     IDLE = "idle", "Idle (paid for, unused)"
+    PREEMPTED = "preempted", "Preempted (run stopped for higher-priority work)"
 
 
 # The report's categories for adjustment lines (late data for a closed month, booked in the next open month);
@@ -36,13 +37,6 @@ class CollectionStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class EquivalentsPolicy(models.TextChoices):
-    """How a MIG slice converts to GPU equivalents (settings.CHARGEBACK_MIG_EQUIVALENTS)."""
-
-    COMPUTE = "compute", "Compute slices / the GPU's slices"
-    MEMORY = "memory", "Memory of the slice / the GPU's memory"
-
-
 class Flag(models.TextChoices):
     """Why an interval deserves a second look. Ingestion records them; it never drops the usage."""
 
@@ -53,6 +47,8 @@ class Flag(models.TextChoices):
     CLUSTER_MISMATCH = "cluster_mismatch", "The cluster label disagrees with the cluster it was read from"
     FROM_REQUEST = "from_request", "A missing annotation was taken from the request's decision"
     ALLOCATION_MISMATCH = "allocation_mismatch", "The cluster allocated other than the approval: billed as allocated"
+    FOUND_IN_CLUSTER = "found_in_cluster", ("Not made by an object the portal applied: billed to the namespace's "
+                                            "team, for the platform team to look at")
 
 
 # Report dimensions, in the order they appear as CSV columns.

@@ -22,8 +22,11 @@ from django.utils import timezone as dj_timezone
 
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
+from intake.services import request_approve, request_submit
 from portal.errors import DomainError
 from portal.models import Team
+from provisioning.manifests.names import request_base_name, team_namespace
+from provisioning.models import AppliedObject, Cluster
 
 from .models import RateCard, UsageInterval
 from .periods import add_months, day_start, month_start
@@ -112,17 +115,34 @@ def _equivalents_text(value: Fraction) -> str:
     return format(Decimal(value.numerator) / Decimal(value.denominator), ".6f").rstrip("0").rstrip(".")
 
 
+def demo_owner(gpu_request: GpuRequest) -> tuple[str, str, str, str] | None:
+    """The Deployment the demo's pods belong to, recorded as applied by the portal with a demo UID (the demo
+    clusters have no API server to answer an apply), so its pods are billed as the request (docs/chargeback.md).
+    None when the request's cluster is not declared: its pods are then found in the cluster."""
+    cluster = Cluster.objects.filter(name=gpu_request.decision.cluster).first()
+    if cluster is None:
+        return None
+    name = f"demo-{request_base_name(gpu_request.name, gpu_request.pk)}"
+    uid = str(uuid.uuid5(DEMO_NAMESPACE, f"owner of {gpu_request.pk}"))
+    AppliedObject.objects.update_or_create(
+        cluster=cluster, api_version="apps/v1", kind="Deployment", namespace=team_namespace(gpu_request.team.slug),
+        name=name, defaults={"request": gpu_request, "uid": uid, "resource_version": "demo",
+                             "applied_at": dj_timezone.now()})
+    return "apps/v1", "Deployment", name, uid
+
+
 def demo_pods(gpu_request: GpuRequest, *, start: datetime, now: datetime) -> list[dict]:
     decision = gpu_request.decision
     domain = settings.PORTAL_LABEL_DOMAIN
+    owner = demo_owner(gpu_request)
     per_pod = Fraction(str(decision.gpu_equivalents_per_replica)).limit_denominator(64)
     pods = []
     for slot, begin, end in pod_windows(gpu_request.name, start=start, now=now):
         uid = str(uuid.uuid5(DEMO_NAMESPACE, f"{gpu_request.pk}/{slot}"))
         restarted = begin + timedelta(minutes=3) if slot % 11 == 5 and (end is None or end > begin + timedelta(minutes=4)) else None
         pods.append(synthetic_pod(
-            uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=f"team-{gpu_request.team.slug}",
-            label_domain=domain, request_id=gpu_request.pk, team=gpu_request.team.slug, cluster=decision.cluster,
+            uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=team_namespace(gpu_request.team.slug),
+            owner=owner, label_domain=domain, request_id=gpu_request.pk, team=gpu_request.team.slug, cluster=decision.cluster,
             strategy=decision.strategy, gpu_model=decision.gpu_model, mig_profile=decision.mig_profile or "",
             devices=decision.gpus_per_replica, equivalents=_equivalents_text(per_pod), started_at=begin,
             finished_at=end, workload_class=gpu_request.workload_class, restarted_at=restarted,
@@ -132,8 +152,6 @@ def demo_pods(gpu_request: GpuRequest, *, start: datetime, now: datetime) -> lis
 
 
 def _demo_requests(users: dict) -> list[GpuRequest]:
-    from intake.services import request_approve, request_submit
-
     platform = users["pat"]
     for team_slug, name, requester, answers in DEMO_REQUESTS:
         team = Team.objects.get(slug=team_slug)

@@ -13,8 +13,18 @@ the pod is finished, restarts and back-off included (the device stays allocated 
   every container terminated — the latest `finishedAt` among those containers. A finished pod with no finish
   time recorded (an eviction) ends at its latest condition transition. Otherwise the interval stays open.
 * a pod none of whose containers has started yet (Pending, pulling) has no interval.
+* a pod the scheduler preempted (condition `DisruptionTarget`, reason `PreemptionByScheduler`) is marked: its
+  GPU time is the report's `preempted` category, what preemption cost its team.
 
 Init containers are not counted: GPU work runs in the main containers.
+
+**Which request** (docs/chargeback.md): the one whose object the portal applied is the pod's controller, or its
+controller's controller, by UID and in the pod's namespace (`contract.applied_request_id`); the request-id label
+is only what the pod claims (`claimed_request_id`). Everything else is found in the cluster.
+
+**Bounded reads.** Every text read from the pod is checked against the column it is stored in (`FIELD_LIMITS`): an
+identity field (uid, namespace, name) that does not fit makes the pod unreadable (`Unreadable`, skipped and
+reported by the service); an annotation that does not fit is read as absent and reported (`PodUsage.problems`).
 
 **GPU equivalents** (per pod): whole GPU = devices; MIG = devices x profile slices / the GPU's slices (or the
 memory fraction under the "memory" policy); time-slicing and MPS = devices / the pool's replicas.
@@ -32,6 +42,7 @@ from gpu.vocabulary import MIG
 from gpu.vocabulary import STRATEGIES as STRATEGY_NAMES
 from provisioning import contract
 from provisioning.contract import parse_time as _parse_time
+from provisioning.reconcile.facts import PREEMPTION_BY_SCHEDULER
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 STRATEGIES = frozenset(STRATEGY_NAMES)
@@ -56,6 +67,22 @@ class PodUsage:
     started_at: datetime
     ended_at: datetime | None
     end_source: str  # "" open, "container", "pod_condition"
+    claimed_request_id: int | None = None  # its request-id label: a claim, not what it is billed as
+    resource_devices: int | None = None  # GPUs, slices or replicas its containers ask for (spec resources)
+    problems: tuple[str, ...] = ()  # what was read as absent because it did not fit
+    node: str = ""  # spec.nodeName: where a pod that does not say its GPU model ran
+
+
+# The columns the fields are stored in (chargeback.models.UsageInterval); tests/chargeback check they agree.
+FIELD_LIMITS = {"pod_uid": 64, "namespace": 63, "pod_name": 253, "team": 40, "cluster": 40, "strategy": 20,
+                "gpu_model": 40, "mig_profile": 40, "annotated_equivalents": 40}
+IDENTITY_FIELDS = ("pod_uid", "namespace", "pod_name")
+NVIDIA_PREFIX = "nvidia.com/"
+
+
+class Unreadable(ValueError):
+    """A pod whose status or identity cannot be read as the API server writes it: skipped, never guessed."""
+    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -116,42 +143,94 @@ def pod_interval(status: dict, *, deleting: bool = False) -> tuple[datetime, dat
     return start, None, ""  # finished, but nothing says when: stays open until the pod disappears
 
 
-def pod_usage(pod: dict, *, label_domain: str) -> PodUsage | None:
-    """One pod -> its usage record; None for a pod of someone else or one that has not started a container."""
+NO_OWNERS = contract.Owners(applied={}, between={})
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def resource_devices(pod: dict) -> int | None:
+    """The NVIDIA devices (GPUs, MIG slices, shared replicas) the pod's containers ask for, from its spec."""
+    total = 0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = (container or {}).get("resources") or {}
+        merged = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        total += sum(_int_or_none(v) or 0 for k, v in merged.items() if str(k).startswith(NVIDIA_PREFIX))
+    return total or None
+
+
+def pod_usage(pod: dict, *, label_domain: str, owners: contract.Owners = NO_OWNERS) -> PodUsage | None:
+    """One pod -> its usage record; None for a pod of someone else or one that has not started a container.
+    Raises Unreadable for a pod that cannot be read (a malformed time, an identity field too long for its column)."""
     metadata = pod.get("metadata") or {}
     identity = contract.pod_identity(pod, label_domain)
     if not identity.managed:
         return None
-    interval = pod_interval(pod.get("status") or {}, deleting=bool(metadata.get("deletionTimestamp")))
+    try:
+        interval = pod_interval(pod.get("status") or {}, deleting=bool(metadata.get("deletionTimestamp")))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise Unreadable(f"unreadable status ({type(exc).__name__})") from exc
     if interval is None:
         return None
     started_at, ended_at, end_source = interval
+    fields = {"pod_uid": _text(metadata.get("uid")), "namespace": identity.namespace, "pod_name": identity.name}
+    if not fields["pod_uid"]:
+        raise Unreadable("no uid")
+    for name in IDENTITY_FIELDS:
+        if len(fields[name]) > FIELD_LIMITS[name]:
+            raise Unreadable(f"{name} over {FIELD_LIMITS[name]} characters")
+    problems: list[str] = []
+
+    def bounded(name: str, value) -> str:
+        value = _text(value)
+        if len(value) > FIELD_LIMITS[name]:
+            problems.append(f"{name} over {FIELD_LIMITS[name]} characters, read as absent")
+            return ""
+        return value
+
     return PodUsage(
-        pod_uid=metadata["uid"],
-        namespace=metadata.get("namespace", ""),
-        pod_name=metadata.get("name", ""),
-        request_id=contract.bound_request_id(identity),
-        team=identity.team,
-        cluster=identity.cluster,
-        strategy=identity.strategy,
-        gpu_model=contract.pod_annotation(pod, contract.GPU_MODEL, label_domain),
-        mig_profile=contract.pod_annotation(pod, contract.MIG_PROFILE, label_domain),
+        **fields,
+        request_id=contract.applied_request_id(identity, owners),
+        team=bounded("team", identity.team),
+        cluster=bounded("cluster", identity.cluster),
+        strategy=bounded("strategy", identity.strategy),
+        gpu_model=bounded("gpu_model", contract.pod_annotation(pod, contract.GPU_MODEL, label_domain)),
+        mig_profile=bounded("mig_profile", contract.pod_annotation(pod, contract.MIG_PROFILE, label_domain)),
         devices=_int_or_none(contract.pod_annotation(pod, contract.DEVICES, label_domain)),
-        annotated_equivalents=contract.pod_annotation(pod, contract.GPU_EQUIVALENTS, label_domain).strip(),
+        annotated_equivalents=bounded("annotated_equivalents",
+                                      _text(contract.pod_annotation(pod, contract.GPU_EQUIVALENTS, label_domain)).strip()),
         started_at=started_at,
         ended_at=ended_at,
         end_source=end_source,
+        claimed_request_id=identity.request_id,
+        resource_devices=resource_devices(pod),
+        problems=tuple(problems),
+        node=_text((pod.get("spec") or {}).get("nodeName")),
+        preempted=any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                      and c.get("reason") == PREEMPTION_BY_SCHEDULER
+                      for c in (pod.get("status") or {}).get("conditions") or []),
     )
 
 
-def pods_usage(pods: Iterable[dict], *, label_domain: str) -> list[PodUsage]:
-    """Usage records of the pods that have one, one per pod UID (the last one listed wins)."""
+def pods_usage(pods: Iterable[dict], *, label_domain: str,
+               owners: contract.Owners = NO_OWNERS) -> tuple[list[PodUsage], list[str]]:
+    """Usage records of the pods that have one, one per pod UID (the last one listed wins), and why each pod that
+    could not be read was skipped ("namespace/name: reason"): one bad pod never stops the others."""
     records: dict[str, PodUsage] = {}
+    skipped: list[str] = []
     for pod in pods:
-        record = pod_usage(pod, label_domain=label_domain)
+        try:
+            record = pod_usage(pod, label_domain=label_domain, owners=owners)
+        except (Unreadable, TypeError, ValueError, AttributeError) as exc:
+            metadata = pod.get("metadata") if isinstance(pod, dict) else None
+            metadata = metadata if isinstance(metadata, dict) else {}
+            where = f"{_text(metadata.get('namespace'))[:63]}/{_text(metadata.get('name'))[:253]}"
+            skipped.append(f"{where}: skipped, {exc}")
+            continue
         if record is not None:
             records[record.pod_uid] = record
-    return list(records.values())
+    return list(records.values()), skipped
 
 
 def expected_equivalents(

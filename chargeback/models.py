@@ -230,6 +230,10 @@ class UsageCollection(models.Model):
     intervals_vanished = models.PositiveIntegerField(default=0)
     adjustments = models.PositiveIntegerField(default=0)
     flagged = models.PositiveIntegerField(default=0)
+    found_in_cluster = models.PositiveIntegerField(
+        default=0, help_text="pods not made by an object the portal applied: billed to their namespace's team")
+    pods_unreadable = models.PositiveIntegerField(
+        default=0, help_text="pods skipped because they could not be read (the message says why)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -32,6 +32,7 @@ from portal.selectors import team_visible_ids
 
 from . import report_sql
 from .choices import GROUP_BY_CHOICES, Flag
+from .filtersets import RateCardFilterSet, UsageIntervalFilterSet
 from .models import Adjustment, ClosedPeriod, HardwareCredit, RateCard, UsageCollection, UsageInterval
 from .periods import day_start
 
@@ -265,8 +266,6 @@ def interval_list(*, user, filters: dict | None = None) -> QuerySet[UsageInterva
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     if filters:
-        from .filtersets import UsageIntervalFilterSet
-
         queryset = UsageIntervalFilterSet(filters, queryset=queryset).qs
     return queryset.order_by("-started_at", "pod_uid")
 
@@ -274,8 +273,6 @@ def interval_list(*, user, filters: dict | None = None) -> QuerySet[UsageInterva
 def rate_card_list(*, filters: dict | None = None) -> QuerySet[RateCard]:
     queryset = RateCard.objects.all()
     if filters:
-        from .filtersets import RateCardFilterSet
-
         queryset = RateCardFilterSet(filters, queryset=queryset).qs
     return queryset.order_by("gpu_model", "strategy", "valid_from")
 

@@ -34,10 +34,13 @@ def synthetic_pod(
     node: str = "gpu-node-1",
     restarted_at: datetime | None = None,
     deleting: bool = False,
+    owner: tuple[str, str, str, str] | None = None,
 ) -> dict:
     """A pod with one GPU container. Running from `started_at`; finished at `finished_at` when given (phase
     Succeeded unless `phase` says otherwise). `restarted_at`: the container crashed and restarted then, so the
-    original start is only in lastState. `started_at=None`: still pending, no container ran yet."""
+    original start is only in lastState. `started_at=None`: still pending, no container ran yet. `owner`: (apiVersion,
+    kind, name, uid) of its controller, by default a ReplicaSet of its name's stem (which nothing the portal
+    applied is, so such a pod is billed as found in the cluster)."""
     def key(name_in_domain: str) -> str:
         return domain_key(label_domain, name_in_domain)
 
@@ -79,11 +82,12 @@ def synthetic_pod(
                 "exitCode": 137, "reason": "OOMKilled", "startedAt": rfc3339(started_at),
                 "finishedAt": rfc3339(restarted_at)}}
     created = rfc3339(started_at) if started_at else "2026-01-01T00:00:00Z"
+    api_version, kind, owner_name, owner_uid = owner or ("apps/v1", "ReplicaSet", name.rsplit("-", 1)[0], uid[::-1])
     metadata = {
         "name": name, "namespace": namespace, "uid": uid, "resourceVersion": "1", "creationTimestamp": created,
         "labels": labels, "annotations": annotations,
-        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name.rsplit("-", 1)[0],
-                             "uid": uid[::-1], "controller": True, "blockOwnerDeletion": True}],
+        "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": owner_name, "uid": owner_uid,
+                             "controller": True, "blockOwnerDeletion": True}],
         "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
                            "time": created, "fieldsType": "FieldsV1",
                            "fieldsV1": {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}}}}],

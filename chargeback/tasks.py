@@ -4,6 +4,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from . import services
+from .budget_services import budget_thresholds_notify as notify
+from .idle.services import idle_scan_all as scan_all
 
 
 @shared_task(name="chargeback.usage_collect", ignore_result=True)
@@ -16,8 +18,6 @@ def usage_collect(cluster_name: str | None = None) -> list[int]:
 @shared_task(name="chargeback.budget_thresholds_notify")
 def budget_thresholds_notify() -> list[list[int]]:
     """Beat: notify each budget threshold crossed this month, once (chargeback.budget_services); idempotent."""
-    from .budget_services import budget_thresholds_notify as notify
-
     return [list(pair) for pair in notify()]
 
 
@@ -25,6 +25,4 @@ def budget_thresholds_notify() -> list[list[int]]:
 def idle_scan_all() -> list[int]:
     """One idle scan of every enabled cluster that has a prometheus_url (beat: PORTAL_IDLE_SCAN_SECONDS). Each
     scan writes an IdleScan row; a cluster whose Prometheus cannot be reached is recorded and read again next time."""
-    from .idle.services import idle_scan_all as scan_all
-
     return [scan.pk for scan in scan_all()]

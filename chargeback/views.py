@@ -45,7 +45,7 @@ def _chart(user, *, start, end, filters=None, rows=None, group_by=()):
     else:
         rows = selectors.report_rows_regrouped(rows, group_by=CHART_BY)
     return stacked_bars((r["team"], r["strategy"], r["gpu_equivalent_hours"]) for r in rows
-                        if r["category"] in ("usage", "waste", "idle"))
+                        if r["category"] in ("usage", "waste", "idle", "preempted"))
 
 
 def _budget_charts(user, *, team=None) -> list[dict]:

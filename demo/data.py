@@ -18,6 +18,8 @@ from portal.models import Team
 from portal.services import team_upsert, token_issue, user_upsert
 from provisioning.demo import CLUSTERS
 from provisioning.inventory import cluster_declare, team_quota_set
+from provisioning.mig_plans import mig_plan_approve, mig_plan_propose
+from provisioning.models import Cluster, GangPolicy, MigPlan
 from register.demo import load_demo_register
 
 DEMO_PASSWORD = "gpu-portal-demo"
@@ -129,9 +131,6 @@ def load_demo_flows(*, cluster_name: str, training_stall_after_seconds: int = 60
 
     The training gang policy's stall threshold is shortened (default 1 minute instead of 15) so that the stalled
     gang is flagged within the demo's first minutes; the admin's gang policy page shows and resets it."""
-    from provisioning.mig_plans import mig_plan_approve, mig_plan_propose
-    from provisioning.models import Cluster, GangPolicy, MigPlan
-
     GangPolicy.objects.filter(workload_class="training").update(stall_after_seconds=training_stall_after_seconds)
     User = get_user_model()
     platform, reviewer = User.objects.get(username="pat"), User.objects.get(username="quinn")

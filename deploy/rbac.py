@@ -71,11 +71,18 @@ RULES: tuple[Rule, ...] = (
     Rule("Each team namespace's NetworkPolicies (default-deny ingress; ingress controller and metrics scraper "
          "admitted), applied with the namespace and kept on cancel.",
          APPLY, ("networking.k8s.io",), ("networkpolicies",)),
+    Rule("Clusters without Kueue: each team namespace's ValidatingAdmissionPolicy and binding refusing GPU pods the "
+         "portal did not approve (cluster-scoped, applied with the namespace, kept on cancel; docs/admission-check.md).",
+         APPLY, ("admissionregistration.k8s.io",), ("validatingadmissionpolicies", "validatingadmissionpolicybindings")),
     Rule("Per-request Services, applied and torn down on cancel.",
          APPLY_AND_TEAR_DOWN, ("",), ("services",)),
     Rule("Inference and development workloads.",
          APPLY_AND_TEAR_DOWN, ("apps",), ("deployments",)),
-    Rule("Training workloads; read one Job for its uid, which its gang objects name as their owner.",
+    Rule("Metering: the ReplicaSets between a Deployment the portal applied and its pods, listed by the portal's "
+         "labels, to follow a pod's owner chain by UID (docs/chargeback.md).",
+         ("list",), ("apps",), ("replicasets",)),
+    Rule("Training workloads; read one Job for its uid, which its gang objects name as their owner. Metering lists "
+         "the Jobs a JobSet made to follow its pods' owner chain.",
          (*APPLY_AND_TEAR_DOWN, "get"), ("batch",), ("jobs",)),
     Rule("Multi-pod training on clusters with JobSet (a failed rank restarts the whole gang); read one for its uid.",
          (*APPLY_AND_TEAR_DOWN, "get"), ("jobset.x-k8s.io",), ("jobsets",)),
@@ -95,6 +102,10 @@ RULES: tuple[Rule, ...] = (
          APPLY, ("scheduling.run.ai",), ("queues",)),
     Rule("Kueue LocalQueue of each team namespace (kept on cancel).",
          APPLY, ("kueue.x-k8s.io",), ("localqueues",)),
+    Rule("The policy's priority tiers (docs/preemption.md): PriorityClasses, cluster-scoped, kept on cancel.",
+         APPLY, ("scheduling.k8s.io",), ("priorityclasses",)),
+    Rule("The policy's priority tiers for Kueue: WorkloadPriorityClasses, cluster-scoped, kept on cancel.",
+         APPLY, ("kueue.x-k8s.io",), ("workloadpriorityclasses",)),
     Rule("Kueue admission check (provisioning/admission.py): the portal's AdmissionCheck gpu-portal-approval, "
          "server-side applied, read back for its generation.",
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("admissionchecks",)),
@@ -104,9 +115,6 @@ RULES: tuple[Rule, ...] = (
          (*APPLY, "get"), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Kueue admission check: list and watch Workloads in every namespace.",
          ("list", "watch"), ("kueue.x-k8s.io",), ("workloads",)),
-    Rule("Kueue admission check: a plain-pod Workload's Pod read by name, for its owner (a StatefulSet the portal "
-         "applied, by uid, or the ReplicaSet of a Deployment it applied).",
-         ("get",), ("",), ("pods",)),
     Rule("Why queued requests wait (provisioning/queue_waits.py): the ClusterQueues' GPU quota.",
          ("list",), ("kueue.x-k8s.io",), ("clusterqueues",)),
     Rule("Why queued requests wait: each ClusterQueue's pending workloads in Kueue's order (its visibility API).",

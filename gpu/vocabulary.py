@@ -57,3 +57,15 @@ REQUEST_STATUSES = (PENDING_APPROVAL, APPROVED, REJECTED, PROVISIONING, RUNNING,
 REQUEST_TERMINAL = frozenset({REJECTED, COMPLETED, FAILED, CANCELLED})
 # Requests that hold their GPUs (and count against the team's quota) until they end.
 REQUEST_HOLDING = (APPROVED, PROVISIONING, RUNNING, STALLED)
+
+# Priority tiers a policy rule may give a workload class (intake.policy "priority"), highest first, with the value
+# of the PriorityClass (scheduling.k8s.io/v1) each is rendered as (provisioning/manifests/priority.py). Values are
+# far below the system classes (2000000000+) and the 1000000000 ceiling of user classes, and spaced so a platform
+# team can slot its own classes between them.
+PRODUCTION_INFERENCE, TRAINING_TIER, DEVELOPMENT_TIER = "production-inference", "training", "development"
+PRIORITY_TIERS = (PRODUCTION_INFERENCE, TRAINING_TIER, DEVELOPMENT_TIER)
+PRIORITY_VALUES = {PRODUCTION_INFERENCE: 100000, TRAINING_TIER: 10000, DEVELOPMENT_TIER: 1000}
+PRIORITY_TIER_WORDS = {PRODUCTION_INFERENCE: "production inference", TRAINING_TIER: "training",
+                       DEVELOPMENT_TIER: "development"}
+# Kubernetes' default terminationGracePeriodSeconds: what a pod gets after SIGTERM when nothing decides otherwise.
+KUBERNETES_DEFAULT_GRACE_SECONDS = 30

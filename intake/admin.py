@@ -18,7 +18,8 @@ from .choices import PolicyStatus
 from .decisions import STRATEGY_WORDS
 from .models import GpuRequest, PendingApproval, PolicyVersion, RequestEvent, Rule
 from .hooks import REVIEW_SECTIONS
-from .selectors import APPROVE, REJECT, policy_version_review, request_actions, request_answer_rows, request_summary
+from .policy_review import policy_version_review
+from .selectors import APPROVE, REJECT, request_actions, request_answer_rows, request_summary
 
 
 class RequestEventInline(PlatformAdminMixin, admin.TabularInline):

@@ -66,4 +66,34 @@ DEFAULT_RULES = [
         "rationale": "a development share forgotten after the work is done still bills; it lasts a week at a time "
         "unless its owner extends it.",
     },
+    {
+        "key": "inference-priority",
+        "kind": "guardrail",
+        "position": 130,
+        "match": {"workload_class": ["inference"]},
+        "outcome": {"priority": {"tier": "production-inference", "preemptible": False, "grace_seconds": 60}},
+        "rationale": "inference serves users who are waiting: it is never stopped to make room for other work, and "
+        "may preempt training and development when GPUs run out; a minute lets it drain open requests.",
+    },
+    {
+        "key": "training-priority",
+        "kind": "guardrail",
+        "position": 140,
+        "match": {"workload_class": ["training"]},
+        "outcome": {"priority": {"tier": "training", "preemptible": True, "min_runtime_minutes": 120,
+                                 "grace_seconds": 600}},
+        "rationale": "training checkpoints and resumes: it yields GPUs to production inference, but only after "
+        "two hours of progress (where the scheduler can hold that), with ten minutes after SIGTERM to write a "
+        "checkpoint.",
+    },
+    {
+        "key": "development-priority",
+        "kind": "guardrail",
+        "position": 150,
+        "match": {"workload_class": ["development"]},
+        "outcome": {"priority": {"tier": "development", "preemptible": True, "preempts": False,
+                                 "grace_seconds": 300}},
+        "rationale": "an interactive notebook is the cheapest work to restart: it yields to everything else at any "
+        "time with five minutes to save, and never preempts anyone's job itself.",
+    },
 ]

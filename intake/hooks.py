@@ -104,7 +104,7 @@ class Provider(Generic[P, R]):
 
 # The clusters and pools the decision places on (provisioning.selectors.inventory_snapshot).
 inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
-# A value that changes with every write to what inventory_snapshot reads (decision_inputs' cache key).
+# A value that changes with every write to what inventory_snapshot reads (intake.decision_cache's key).
 inventory_generation: Provider[[], ScalarSql] = Provider("inventory_generation")
 # Does a request fit its pool now, with its projected GPU-hours and the team's quota
 # (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).

@@ -16,39 +16,15 @@ from portal.notices import notice_queue
 
 from . import events
 from .choices import REQUEST_TERMINAL, RequestStatus
+from .lease_rules import LEASE_EXPIRED, LEASE_EXTENDED, LEASE_REMINDED, lease_hours_words, lease_time_left
 from .models import GpuRequest
-
-LEASE_EXPIRED = "LeaseExpired"
-LEASE_EXTENDED = "LeaseExtended"
-LEASE_REMINDED = "LeaseReminder"
-
-
-def _hours(delta: timedelta) -> str:
-    hours = delta.total_seconds() / 3600
-    return f"{hours:.1f}".rstrip("0").rstrip(".") + " h"
-
-
-def lease_start(gpu_request: GpuRequest, *, now: datetime) -> bool:
-    """At approval: the lease runs from now for the decided hours. Returns whether the request has one."""
-    lease = gpu_request.decision.lease
-    if not lease:
-        return False
-    gpu_request.lease_expires_at = now + timedelta(hours=lease.hours)
-    return True
-
-
-def lease_time_left(gpu_request: GpuRequest, *, now: datetime | None = None) -> timedelta | None:
-    if gpu_request.lease_expires_at is None:
-        return None
-    return max(timedelta(0), gpu_request.lease_expires_at - (now or timezone.now()))
-
+from .selectors import EXTEND, request_action_check, request_get
+from .services import request_transition
 
 @transaction.atomic
 def lease_extend(*, user, request_id: int, hours: float, now: datetime | None = None) -> GpuRequest:
     """The owner adds `hours` to the lease; the time left afterwards may not pass the policy's maximum. A new
     expiry gets its own reminder."""
-    from .selectors import EXTEND, request_action_check, request_get
-
     request_get(user=user, request_id=request_id)  # another team's request: not found
     gpu_request = GpuRequest.objects.select_for_update(no_key=True, of=("self",)).get(pk=request_id)
     request_action_check(user=user, gpu_request=gpu_request, action=EXTEND)
@@ -63,8 +39,8 @@ def lease_extend(*, user, request_id: int, hours: float, now: datetime | None = 
     if maximum is not None and new_expiry - now > timedelta(hours=maximum):
         room = max(timedelta(0), timedelta(hours=maximum) - (gpu_request.lease_expires_at - now))
         raise InvalidInput(
-            f"The policy allows at most {maximum:g} hours left on this lease; {_hours(lease_time_left(gpu_request, now=now))} "
-            f"are left, so you can add at most {_hours(room)}.", field="hours")
+            f"The policy allows at most {maximum:g} hours left on this lease; {lease_hours_words(lease_time_left(gpu_request, now=now))} "
+            f"are left, so you can add at most {lease_hours_words(room)}.", field="hours")
     gpu_request.lease_expires_at, gpu_request.lease_reminded_at = new_expiry, None
     gpu_request.save(update_fields=["lease_expires_at", "lease_reminded_at", "updated_at"])
     events.event_note(request=gpu_request, actor=user, reason=LEASE_EXTENDED,
@@ -86,7 +62,7 @@ def _remind(gpu_request: GpuRequest, *, now: datetime) -> None:
     left = gpu_request.lease_expires_at - now
     ends = f"{gpu_request.lease_expires_at:%Y-%m-%d %H:%M} UTC"
     text = (f"The lease of {gpu_request.team.slug}/{gpu_request.name} (request #{gpu_request.pk}) ends {ends}, in "
-            f"{_hours(left)}. Then the portal takes the workload down. Its owner can extend it on "
+            f"{lease_hours_words(left)}. Then the portal takes the workload down. Its owner can extend it on "
             f"{_request_url(gpu_request)}.")
     notice_queue(
         key=f"lease-reminder:{gpu_request.pk}:{gpu_request.lease_expires_at.isoformat()}", team=gpu_request.team,
@@ -102,8 +78,6 @@ def lease_sweep(*, now: datetime | None = None) -> LeaseSweep:
     """Beat: remind the owners of leases ending within PORTAL_LEASE_REMINDER_HOURS (once per expiry), and cancel
     the requests whose lease has ended (the cancel path tears their objects down). Running it again does nothing
     more: a reminded request has `lease_reminded_at`, a cancelled one is terminal."""
-    from .services import request_transition
-
     now = now or timezone.now()
     live = GpuRequest.objects.exclude(status__in=sorted(REQUEST_TERMINAL)).filter(lease_expires_at__isnull=False)
     reminded, expired = [], []

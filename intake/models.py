@@ -17,6 +17,7 @@ from .choices import (
     RuleKind,
 )
 from .fields import DecisionField
+from .policy import rule_validation_errors
 
 
 class PolicyVersion(models.Model):
@@ -79,8 +80,6 @@ class Rule(models.Model):
         return f"{self.key} (v{self.version.number})"
 
     def clean(self):
-        from .policy import rule_validation_errors
-
         errors = rule_validation_errors(kind=self.kind, match=self.match, outcome=self.outcome)
         if errors:
             raise ValidationError(errors)

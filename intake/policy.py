@@ -2,20 +2,26 @@
 the services)."""
 from __future__ import annotations
 
-from gpu.vocabulary import STRATEGIES
+from gpu.vocabulary import PRIORITY_TIERS, STRATEGIES
 
 from .questionnaire import MATCHABLE_KEYS, QUESTIONS_BY_KEY
 
 ROUTE_OUTCOME_KEYS = {"strategy", "fallback_strategy", "gang", "auto_approve", "auto_approve_limits", "fabric_isolation",
-                      "gpu_models", "driver", "lease"}
+                      "gpu_models", "driver", "lease", "priority"}
 # What a rule that approves automatically may cap: GPU equivalents per request and held by a team at once under the
 # rule, and whether a team with no quota on the strategy is approved without review (never, unless said).
 AUTO_APPROVE_LIMIT_KEYS = {"per_request", "per_team", "without_quota"}
-GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation", "driver", "lease"}
+GUARDRAIL_OUTCOME_KEYS = {"forbid_strategies", "replace_with", "fabric_isolation", "driver", "lease", "priority"}
 # A lease on the grant: how long it lasts unless the engineer asks otherwise, and the longest it may be (also the
 # most time left an extension can reach), in hours.
 LEASE_KEYS = {"default_hours", "max_hours"}
 LEASE_MAX_HOURS = 8760
+# Priority and preemption of a workload class (docs/policy.md, "Priority and preemption"): its tier, whether it may
+# be preempted, whether it may preempt lower tiers, the minimum runtime before it may be preempted (minutes) and the
+# seconds it gets to checkpoint after SIGTERM (terminationGracePeriodSeconds).
+PRIORITY_KEYS = {"tier", "preemptible", "preempts", "min_runtime_minutes", "grace_seconds"}
+PRIORITY_MAX_GRACE_SECONDS = 3600
+PRIORITY_MAX_MIN_RUNTIME_MINUTES = 10080
 # A driver requirement: a floor (major version) and/or the release branch the class is kept on, e.g. 580.
 DRIVER_KEYS = {"min_major", "branch"}
 FABRIC_VALUES = ("shared", "tenant_exclusive")
@@ -59,9 +65,9 @@ def rule_validation_errors(*, kind: str, match, outcome) -> dict[str, list[str]]
             errors.setdefault("outcome", []).append(f"forbid_strategies must be a list drawn from {list(STRATEGIES)}.")
         if "replace_with" in outcome and (outcome["replace_with"] not in STRATEGIES or outcome["replace_with"] in forbid):
             errors.setdefault("outcome", []).append("replace_with must be a strategy that is not forbidden.")
-        if not forbid and not {"fabric_isolation", "driver", "lease"} & set(outcome):
+        if not forbid and not {"fabric_isolation", "driver", "lease", "priority"} & set(outcome):
             errors.setdefault("outcome", []).append(
-                "A guardrail forbids strategies, sets fabric_isolation, a driver or a lease.")
+                "A guardrail forbids strategies, sets fabric_isolation, a driver, a lease or a priority.")
     if "driver" in outcome:
         errors_driver = _driver_errors(outcome["driver"])
         if errors_driver:
@@ -70,6 +76,10 @@ def rule_validation_errors(*, kind: str, match, outcome) -> dict[str, list[str]]
         errors_lease = _lease_errors(outcome["lease"])
         if errors_lease:
             errors.setdefault("outcome", []).extend(errors_lease)
+    if "priority" in outcome:
+        errors_priority = _priority_errors(outcome["priority"])
+        if errors_priority:
+            errors.setdefault("outcome", []).extend(errors_priority)
     if "fabric_isolation" in outcome and outcome["fabric_isolation"] not in FABRIC_VALUES:
         errors.setdefault("outcome", []).append(f"fabric_isolation must be one of {list(FABRIC_VALUES)}.")
     return errors
@@ -112,4 +122,25 @@ def _lease_errors(lease) -> list[str]:
               if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= LEASE_MAX_HOURS]
     if not errors and lease.get("max_hours", lease["default_hours"]) < lease["default_hours"]:
         errors.append("lease.max_hours must be at least lease.default_hours.")
+    return errors
+
+
+def _priority_errors(priority) -> list[str]:
+    if not isinstance(priority, dict) or not {"tier", "preemptible"} <= set(priority) or set(priority) - PRIORITY_KEYS:
+        return ["priority must be an object with tier and preemptible, and optionally preempts, min_runtime_minutes "
+                "and grace_seconds."]
+    errors = []
+    if priority["tier"] not in PRIORITY_TIERS:
+        errors.append(f"priority.tier must be one of {list(PRIORITY_TIERS)}.")
+    errors += [f"priority.{flag} must be true or false." for flag in ("preemptible", "preempts")
+               if flag in priority and not isinstance(priority[flag], bool)]
+    for key, top, unit in (("grace_seconds", PRIORITY_MAX_GRACE_SECONDS, "seconds"),
+                           ("min_runtime_minutes", PRIORITY_MAX_MIN_RUNTIME_MINUTES, "minutes")):
+        value = priority.get(key)
+        if key in priority and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top):
+            errors.append(f"priority.{key} must be a whole number of {unit} from 0 to {top}.")
+    if priority.get("preemptible") is True and "grace_seconds" not in priority:
+        errors.append("priority.grace_seconds is needed for preemptible work: the time it gets to checkpoint.")
+    if priority.get("preemptible") is False and "min_runtime_minutes" in priority:
+        errors.append("priority.min_runtime_minutes applies only to preemptible work.")
     return errors

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from portal.errors import PermissionDenied
+from portal.roles import is_platform
+
 from .choices import PolicyStatus
 from .decisions import Answers, PlacementImpossible, decide
 from .hooks import inventory_snapshot
@@ -121,3 +124,10 @@ def review_digest(*, version: PolicyVersion, baseline_number: int | None) -> str
     """Identifies what was reviewed: the draft's rules and the version it would replace."""
     payload = json.dumps({"rules": _rules_content(version), "baseline": baseline_number}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
+    """The diff a draft would make; it names other teams' requests, so it is for the platform team."""
+    if not is_platform(user):
+        raise PermissionDenied("Only the platform team reviews policy changes.")
+    return policy_version_diff(version=version, days=days)

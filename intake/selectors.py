@@ -4,10 +4,12 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.db.models import DecimalField, OuterRef, Prefetch, QuerySet, Subquery, Sum, prefetch_related_objects
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
+from portal.api.filters import filter_errors
 from portal.errors import NotFound, PermissionDenied
 from portal.models import Team
 from portal.roles import is_platform
@@ -17,7 +19,9 @@ from . import hooks
 from .choices import REQUEST_HOLDING, REQUEST_TERMINAL, PolicyStatus, RequestStatus
 from .decisions import AWAITING_APPROVAL, PolicySpec, RuleSpec, summarise
 from .events import recorded_events
+from .filtersets import RequestFilterSet
 from .models import GpuRequest, PolicyVersion, RequestEvent, Rule
+from .questionnaire import QUESTIONS
 
 # What a person may do to a request. One rule decides it for the request page's buttons, the admin's review page
 # and the services (the API's actions): `request_action_refusal` says who may, `request_actions` who may now.
@@ -109,12 +113,6 @@ def request_list(*, user, filters: dict | None = None) -> QuerySet[GpuRequest]:
     if team_ids is not None:
         queryset = queryset.filter(team_id__in=team_ids)
     if filters:
-        from django.core.exceptions import ValidationError
-
-        from portal.api.filters import filter_errors
-
-        from .filtersets import RequestFilterSet
-
         filterset = RequestFilterSet(filters, queryset=queryset)
         if not filterset.is_valid():
             # An unknown status or class is the caller's mistake, not "no filter".
@@ -225,8 +223,6 @@ def request_summary(gpu_request: GpuRequest) -> str:
 
 def request_answer_rows(gpu_request: GpuRequest) -> list[dict]:
     """The answers in questionnaire order, labelled, with the defaulted ones marked (for pages)."""
-    from .questionnaire import QUESTIONS
-
     defaulted = set(gpu_request.defaulted_answers)
     return [
         {"key": q.key, "label": q.label, "value": gpu_request.answers.get(q.key), "defaulted": q.key in defaulted}
@@ -242,15 +238,6 @@ def policy_version_list(*, user) -> QuerySet[PolicyVersion]:
     if not is_platform(user):
         queryset = queryset.exclude(status=PolicyStatus.DRAFT)
     return queryset
-
-
-def policy_version_review(*, user, version: PolicyVersion, days: int = 30):
-    """The diff a draft would make; it names other teams' requests, so it is for the platform team."""
-    from .policy_review import policy_version_diff
-
-    if not is_platform(user):
-        raise PermissionDenied("Only the platform team reviews policy changes.")
-    return policy_version_diff(version=version, days=days)
 
 
 def request_catalog_list(*, user, filters=None) -> QuerySet[GpuRequest]:

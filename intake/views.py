@@ -15,7 +15,7 @@ from portal.errors import DomainError, NotFound, PermissionDenied
 from portal.roles import primary_role
 from portal.selectors import team_list_requestable, team_list_visible
 
-from . import hooks, leases, selectors, services
+from . import hooks, lease_rules, leases, selectors, services
 from .choices import REQUEST_TERMINAL, RequestStatus
 from .decisions import summarise
 from .forms import CancelForm, LeaseExtendForm, RequestForm
@@ -159,7 +159,7 @@ def request_detail(request, pk):
         **_request_page(request, gpu_request),
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
-        "lease_left": leases.lease_time_left(gpu_request),
+        "lease_left": lease_rules.lease_time_left(gpu_request),
         "rightsizing": hooks.request_rightsizing(gpu_request=gpu_request),
     })
 

@@ -25,6 +25,7 @@ DECISION_FIELD_WORDS = {
     "driver": "NVIDIA driver", "lease": "Lease", "approval": "Approval", "request": "Request", "answers": "Answers",
     "team": "Team", "name": "Name", "restart": "If a rank fails", "topology": "Packed into",
     "compute_domain": "NVLink ComputeDomain", "gpu_equivalents": "GPU equivalents", "replicas": "Replicas",
+    "priority": "Priority and preemption", "min_runtime": "Minimum runtime", "grace": "Checkpoint grace",
 }
 
 

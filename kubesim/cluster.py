@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import nodes
-from kubesim.kubelet import APPLIED_LAYOUT, MODEL_ANNOTATION
+from kubesim.mig_manager import APPLIED_LAYOUT, MODEL_ANNOTATION
 
 MIG_NODES = {"h200-mig": "H200-141GB", "a100-mig-small": "A100-80GB"}
 

@@ -1,7 +1,7 @@
 """The start-estimate scenario on the simulated cluster: requests that wait on the Kueue quota and on fragmentation,
 then start when the running work ahead of them finishes. The portal's own code does everything on the portal's
 side (submission, approval, apply, its admission check, status reconciliation, inventory sync and the wait
-readings of provisioning.waits), over HTTPS against the fake API server; this module only plays the clock and the
+readings of provisioning.wait_refresh), over HTTPS against the fake API server; this module only plays the clock and the
 people. `bench/eta.py` prints the figures; tests/provisioning/test_wait_eta_simulated.py asserts them.
 
 The cluster is the simulated one (kubesim.cluster: six 8-GPU H100 nodes in `h100-train`) registered as a Kueue
@@ -9,8 +9,9 @@ cluster, with the platform's ClusterQueue `gpu-portal` holding `QUOTA_GPUS` nvid
 it is submitted (each one's simulated run time differs from its `expected_hours` on purpose, so the error is not
 zero by construction):
 
-- `eta-gang` 4 x 8 GPUs (a gang, so queued through Kueue), `eta-short` 1 x 6 and `eta-medium` 1 x 6 (single
-  pods, which the portal does not queue): running first, on four whole nodes and 6 of the 8 GPUs of the other two;
+- `eta-gang` 4 x 8 GPUs (a gang), `eta-short` 1 x 6 and `eta-medium` 1 x 6 (single pods, queued through Kueue
+  too, like every GPU workload on a Kueue cluster: docs/gang-scheduling.md): running first, on four whole nodes and
+  6 of the 8 GPUs of the other two;
 - `eta-wide` 1 x 8: no node has 8 free GPUs (fragmentation) until `eta-short` ends;
 - `eta-next` 2 x 8, a gang: Kueue has no unused quota for it (WaitingForQuota) until `eta-gang` ends.
 
@@ -31,7 +32,8 @@ from kubesim import kueue
 from kubesim.kubelet import Simulation
 from kubesim.scenario import Scenario
 
-QUOTA_GPUS = 40  # Kueue queues the gangs only: eta-gang's 32 GPUs leave too little for eta-next's 16
+# Kueue queues every GPU workload: the first three hold 44 and eta-wide 8, which leaves nothing for eta-next's 16.
+QUOTA_GPUS = 52
 TEAM_QUOTA = 80  # the portal's whole-GPU quota of the team: approval lets all five through
 TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60,
             "image": "nvcr.io/nvidia/pytorch:25.01-py3", "command": ["torchrun", "train.py"]}
@@ -92,13 +94,13 @@ def scenario_for(works=FIRST + THEN) -> Scenario:
     return Scenario(start_seconds=5, run_seconds_by_name=tuple((f"{w.name}-r", w.run_minutes * 60) for w in works))
 
 
-def seed(fake) -> None:
+def seed(fake, quota_gpus: int = QUOTA_GPUS) -> None:
     """The simulated nodes, and what the platform made for Kueue: the ClusterQueue with its GPU quota."""
     sim_cluster.seed(fake)
     fake.put({"apiVersion": kueue.KUEUE, "kind": "ClusterQueue", "metadata": {"name": "gpu-portal"},
               "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
                        "flavors": [{"name": "h100-80gb", "resources": [{"name": "nvidia.com/gpu",
-                                                                        "nominalQuota": QUOTA_GPUS}]}]}]}})
+                                                                        "nominalQuota": quota_gpus}]}]}]}})
 
 
 def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock, step_seconds: float = 30,
@@ -113,7 +115,7 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
     from provisioning.inventory_sync import inventory_sync
     from provisioning.models import Cluster, RequestWait
     from provisioning.reconcile import cluster_status_reconcile
-    from provisioning.waits import refresh_candidates, request_wait_refresh
+    from provisioning.wait_refresh import refresh_candidates, request_wait_refresh
 
     cluster = Cluster.objects.get(name=cluster_name)
     team_quota_set(team=team, strategy="whole_gpu", gpu_equivalents=TEAM_QUOTA)

@@ -12,7 +12,11 @@
   the checks are Ready, Finished when the Job ends.
 - Scheduler: binds each pod to a node with room (kubesim.scheduler); a pod no node takes, or a stalled gang's last
   rank (its room taken by a burn-in pod the inventory sees), gets `PodScheduled=False` and kube-scheduler's message.
-- Kubelet: a bound pod turns Running after `start_seconds`, a Job's pod Succeeded after its run time.
+- Preemption (kubesim.preemption): a pod that fits nowhere may have lower-priority pods preempted for it (marked
+  `DisruptionTarget`/`PreemptionByScheduler`, deleted with their grace period); it is nominated and binds once
+  they are gone.
+- Kubelet: a bound pod turns Running after `start_seconds`, a Job's pod Succeeded after its run time; a pod deleted
+  with a grace period is stopped and removed once the grace period is over.
 - mig-manager: a node whose `nvidia.com/mig.config` names another layout than the one applied goes
   `nvidia.com/mig.config.state=pending`, and after the scaled reconfiguration delay `success` with the new MIG
   devices advertised and labelled (GPU Operator mig-manager; reference §3).
@@ -31,8 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesim import dra, kueue
-from kubesim import nodes as node_builders
+from kubesim import dra, kueue, mig_manager, preemption
 from kubesim.scenario import Scenario
 from kubesim.scheduler import (
     TERMINAL_PHASES, allocatable, burn_in_pod, pick_node, pod_requests, rejection, unschedulable_message,
@@ -41,11 +44,6 @@ from kubesim.scheduler import (
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-MIG_CONFIG, MIG_STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
-# The simulator's own bookkeeping on MIG nodes (a real mig-manager keeps it in its own memory).
-APPLIED_LAYOUT = "kubesim.gpu-portal.io/applied-mig-config"
-RECONFIGURE_STARTED = "kubesim.gpu-portal.io/mig-reconfigure-started"
-MODEL_ANNOTATION = "kubesim.gpu-portal.io/gpu-model"
 
 
 def _stamp(moment: float) -> str:
@@ -87,10 +85,11 @@ class Simulation:
         self._kueue(now)
         self._jobs(now)
         self._deployments()
+        preemption.terminate_due(self.fake, self.fake.find("v1", "Pod"), now)
         self._schedule(now)
         self._kubelet(now)
         self._job_status(now)
-        self._mig_manager(now)
+        mig_manager.step(self.fake, self.scenario, now)
 
     # -- controllers -------------------------------------------------------------------------------------------
 
@@ -191,6 +190,7 @@ class Simulation:
             labels[INDEX_KEY] = annotations[INDEX_KEY] = str(index)
             spec.setdefault("hostname", f"{owner['metadata']['name']}-{index}")
         spec.setdefault("schedulerName", "default-scheduler")
+        preemption.admit(self.fake, spec)
         self.fake.put({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": name, "namespace": owner["metadata"]["namespace"], "labels": labels,
                                     "annotations": annotations, "ownerReferences": [_owner_ref(owner)]},
@@ -224,6 +224,8 @@ class Simulation:
                 self._unschedulable(pod, unschedulable_message(pod, nodes, used), now)
                 continue
             node = pick_node(pod, candidates := dra.feasible(self.fake, pod, nodes), used)
+            if node is None and candidates:
+                preemption.preempt(self.fake, pod, candidates, pods, used, now)
             if node is None:
                 message = unschedulable_message(pod, nodes, used) if candidates else dra.no_devices_message(len(nodes))
                 self._unschedulable(pod, message, now)
@@ -331,46 +333,6 @@ class Simulation:
                      "lastTransitionTime": at} for kind in ("SuccessCriteriaMet", "Complete")]}
             if any(job.get("status", {}).get(k) != v for k, v in status.items()):
                 self.fake.patch_status("batch/v1", "Job", job["metadata"]["name"], job["metadata"]["namespace"], status)
-
-    # -- mig-manager -------------------------------------------------------------------------------------------
-
-    def _mig_manager(self, now: float) -> None:
-        for node in self.fake.find("v1", "Node"):
-            meta = node["metadata"]
-            annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
-            applied, wanted = annotations.get(APPLIED_LAYOUT), labels.get(MIG_CONFIG)
-            if applied is None or not wanted or wanted == applied:
-                continue
-            started = _moment(annotations.get(RECONFIGURE_STARTED))
-            if labels.get(MIG_STATE) != "pending" or started is None:
-                self.fake.patch("v1", "Node", meta["name"], None, {
-                    "metadata": {"labels": {MIG_STATE: "pending"}, "annotations": {RECONFIGURE_STARTED: _stamp(now)}}})
-                continue
-            gpus = int(labels.get("nvidia.com/gpu.count", "8"))
-            if now - started >= self.scenario.mig_delay(gpus):
-                self._apply_layout(node, annotations.get(MODEL_ANNOTATION, ""), wanted, gpus)
-
-    def _apply_layout(self, node: Mapping[str, Any], model: str, layout: str, gpus: int) -> None:
-        """Advertise and label what the layout creates (mixed strategy), as mig-manager, the device plugin and GFD
-        do once the GPUs are reconfigured."""
-        labels = {k: v for k, v in node["metadata"]["labels"].items() if not k.startswith("nvidia.com/mig-")}
-        advertised = {k: v for k, v in node["status"]["allocatable"].items()
-                       if not k.startswith("nvidia.com/mig-") and k != "nvidia.com/gpu"}
-        resources = node_builders.mig_resources(model, layout, gpus)
-        if resources:
-            labels |= node_builders.mig_labels(model, layout, gpus, "success")
-        else:  # a layout without MIG devices (all-disabled): whole GPUs again
-            resources = {"nvidia.com/gpu": gpus}
-            labels |= {MIG_CONFIG: layout, MIG_STATE: "success", "nvidia.com/gpu.replicas": "1"}
-        advertised |= {k: str(v) for k, v in resources.items()}
-        replacement = json.loads(json.dumps(node))
-        replacement["metadata"]["labels"] = labels
-        replacement["metadata"]["annotations"] = {
-            k: v for k, v in node["metadata"]["annotations"].items() if k != RECONFIGURE_STARTED} | {
-            APPLIED_LAYOUT: layout}
-        replacement["status"]["allocatable"] = advertised
-        replacement["status"]["capacity"] = dict(advertised)
-        self.fake.put(replacement)
 
 
 def _gang_start_times(pods: list[dict[str, Any]]) -> dict[str, float | None]:

@@ -16,8 +16,9 @@ Shapes follow kubernetes-sigs/kueue v0.19.2:
   does not gets `QuotaReserved` False, reason `WaitingForQuota` (workload_types.go), with the flavor assigner's
   message "couldn't assign flavors to pod set <name>: insufficient unused quota for <resource> in flavor <flavor>,
   <n> more needed" (`pkg/scheduler/flavorassigner/flavorassigner.go`). Workloads are tried oldest first and a
-  later one that fits is admitted past an earlier one that does not (the default BestEffortFIFO). Not simulated:
-  cohorts and borrowing, preemption, priorities, several flavors per resource, ExceedsMaxQuota. A ClusterQueue
+  later one that fits is admitted past an earlier one that does not (the default BestEffortFIFO), higher priority
+  first. Preemption within a ClusterQueue by priority: kubesim.kueue_preemption. Not simulated: cohorts and
+  borrowing, several flavors per resource, ExceedsMaxQuota. A ClusterQueue
   without resourceGroups reserves whatever is asked (the admission check tests need no quota).
 - A Rejected check deactivates the Workload (`spec.active: false`, `pkg/controller/core/workload_controller.go`
   reconcileCheckBasedEviction, reason AdmissionCheckRejected); the Job stays suspended, so no pod ever starts.
@@ -53,6 +54,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesim import kueue_preemption
 from kubesim.scheduler import pod_requests
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -111,6 +113,7 @@ def workload_for(fake, live_job: dict[str, Any], now: float | None = None) -> di
             "active": True,
             "podSets": [{"name": "main", "count": int(live_job["spec"].get("parallelism", 1)),
                          "template": live_job["spec"]["template"]}],
+            **kueue_preemption.workload_priority(fake, KUEUE, live_job),
         },
         "status": {
             "conditions": [],
@@ -294,7 +297,10 @@ def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str, now: float) -
     waiting = [w for w in workloads if not _true(w, "QuotaReserved") and not _true(w, "Finished")
                and w["spec"].get("active", True) and not _gated(w) and not _states(w) & {"Retry", "Rejected"}
                and _requeued(w, now)]
-    waiting.sort(key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
+    priority = kueue_preemption.priorities(fake, KUEUE)
+    preempted: set[str] = set()
+    # Higher priority first, then oldest first (Kueue's BestEffortFIFO orders its heads by priority, then time).
+    waiting.sort(key=lambda w: (-priority(w), w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
     for workload in waiting:
         name = queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]
         if not name:
@@ -306,10 +312,20 @@ def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str, now: float) -
         pod_set = ((workload["spec"].get("podSets") or [{}])[0]).get("name", "main")
         if short:
             resource, flavor, more = short[0]
+            text = (f"couldn't assign flavors to pod set {pod_set}: insufficient unused quota for {resource} "
+                    f"in flavor {flavor}, {more} more needed")
+            admitted = [w for w in workloads if _holds_quota(w) and w["metadata"]["uid"] not in preempted and queues[
+                (w["metadata"]["namespace"], w["spec"].get("queueName", ""))] == name]
+            evicted = kueue_preemption.victims(workload, admitted, Counter({r: n for r, _, n in short}), priority,
+                                               _demand, cluster_queues[name])
+            why = kueue_preemption.message(workload, name, JOB_UID_LABEL)
+            for victim in evicted:  # their quota stays counted this pass: it is the preemptor's on the next
+                kueue_preemption.evict(fake, KUEUE, victim, why, at)
+                preempted.add(victim["metadata"]["uid"])
             _set_condition(fake, workload, {
-                "type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota", "lastTransitionTime": at,
-                "message": f"couldn't assign flavors to pod set {pod_set}: insufficient unused quota for {resource} "
-                           f"in flavor {flavor}, {more} more needed"})
+                "type": "QuotaReserved", "status": "False", "reason": "Pending" if evicted else "WaitingForQuota",
+                "lastTransitionTime": at,
+                "message": f"{text}. Pending the preemption of {len(evicted)} workload(s)" if evicted else text})
             continue
         used[name] += demand
         evicted = _conditions(workload).get("Evicted")

@@ -66,6 +66,9 @@ BUILTIN_RESOURCES: tuple[ServedResource, ...] = (
              categories=("all",)),
     _builtin("apps/v1", "statefulsets", "StatefulSet", True, "status", "scale", short_names=("sts",),
              categories=("all",)),
+    # What a Deployment's pods belong to on a real cluster; metering follows pods' owner chains through them.
+    _builtin("apps/v1", "replicasets", "ReplicaSet", True, "status", "scale", short_names=("rs",),
+             categories=("all",)),
     # The API's default for Jobs is to orphan their pods (kubectl passes Background explicitly).
     _builtin("batch/v1", "jobs", "Job", True, "status", default_propagation="Orphan", categories=("all",)),
     _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "status", short_names=("pdb",)),
@@ -108,6 +111,8 @@ CUSTOM_RESOURCES: tuple[ServedResource, ...] = (
          categories=("kueue",)),
     _crd("kueue.x-k8s.io/v1beta2", "workloads", "Workload", True, "status", short_names=("wl",), categories=("kueue",)),
     _crd("kueue.x-k8s.io/v1beta2", "admissionchecks", "AdmissionCheck", False, "status", categories=("kueue",)),
+    _crd("kueue.x-k8s.io/v1beta2", "workloadpriorityclasses", "WorkloadPriorityClass", False, short_names=("wpc",),
+         categories=("kueue",)),
     _crd("jobset.x-k8s.io/v1alpha2", "jobsets", "JobSet", True, "status"),
     _crd("resource.nvidia.com/v1beta1", "computedomains", "ComputeDomain", True, "status"),
 )

@@ -3,8 +3,8 @@
 The simple version of kube-scheduler's filter plugins: NodeUnschedulable (cordoned nodes), NodeAffinity
 (`spec.nodeSelector` and required node affinity terms), TaintToleration (NoSchedule / NoExecute taints) and
 NodeResourcesFit for the extended resources a pod asks for (nvidia.com/gpu, MIG profiles, shared GPUs) and the pod
-count; DRA claims are kubesim.dra's. Pod (anti-)affinity, topology spread, CPU and memory and preemption are not
-simulated. Pure functions over plain dicts: no server, no clock.
+count; DRA claims are kubesim.dra's, preemption kubesim.preemption's. Pod (anti-)affinity, topology spread, CPU
+and memory are not simulated. Pure functions over plain dicts: no server, no clock.
 
 The reasons and the message follow kube-scheduler's wording (kubernetes/kubernetes v1.35,
 pkg/scheduler/framework/types.go `FitError.Error`, and the plugins' `ErrReason*` strings under

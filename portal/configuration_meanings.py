@@ -1,7 +1,8 @@
 """What each environment variable means, for the generated configuration reference (portal.configuration_docs).
 
 Names and defaults come from the code; only the meaning (and, where the code's default is an expression, a
-readable default) is written here. A variable the code reads but this file does not describe fails the tests.
+readable default) is written here, and only here: portal/settings/ says why a setting is as it is, not what it
+means. A variable the code reads but this file does not describe fails the tests.
 """
 from __future__ import annotations
 
@@ -177,7 +178,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "PORTAL_RECONCILE_IMAGE_PULL_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "image pull failures "
                                                        "tolerated this long before the request fails"},
     "PORTAL_RECONCILE_NO_PODS_FAIL_AFTER_SECONDS": {"section": "reconcile", "meaning": "a request without any pod "
-                                                    "fails after this; `0`: never"},
+                                                    "fails after this (queues such as Kueue hold suspended Jobs "
+                                                    "without pods); `0`: never"},
     "PORTAL_GANG_STALL_AFTER_SECONDS": {"section": "reconcile", "meaning": "stall threshold of a workload class "
                                         "without a GangPolicy row"},
     "PORTAL_PROMETHEUS_TIMEOUT_SECONDS": {"section": "reconcile", "meaning": "timeout of each query to a "

@@ -9,6 +9,10 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from .metrics import metrics_view
+from .roles import is_platform
+from .services import token_authenticate
+
 logger = logging.getLogger(__name__)
 
 
@@ -42,9 +46,6 @@ def _check_broker() -> str | None:
 def _shows_details(request) -> bool:
     """Failure details (addresses, driver errors) are for the platform team's token only. This endpoint answers
     before the authentication middleware (see ProbeEndpointsMiddleware), so the token is checked here."""
-    from .roles import is_platform
-    from .services import token_authenticate
-
     keyword, _, secret = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if keyword != "Token" or not secret.strip():
         return False
@@ -82,8 +83,6 @@ class ProbeEndpointsMiddleware:
     """
 
     def __init__(self, get_response):
-        from .metrics import metrics_view
-
         self.get_response = get_response
         self.views = {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics_view}
 

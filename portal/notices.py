@@ -15,12 +15,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .choices import NoticeChannel, NoticeStatus
+from .dispatch import send_now
 from .models import Notice, Team
 from .jobs import delivery_attempt
 from .outbox import notice_rows_sweep
 from .webhooks import WebhookFailed, webhook_post, webhook_request
 
 logger = logging.getLogger(__name__)
+
+NOTICE_MAX_ATTEMPTS = 5  # of `portal.notice_deliver`
 
 
 class TransientNoticeError(Exception):
@@ -56,21 +59,13 @@ def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict
 
 
 def notice_dispatch(notice_id: int) -> bool:
-    from .tasks import notice_deliver
-
-    try:
-        notice_deliver.apply_async(args=[notice_id], retry=False)
-    except Exception as exc:  # noqa: BLE001 - a broker outage: the row stays queued, the next beat run sends it
-        logger.warning("could not dispatch notice %s: %s", notice_id, exc)
-        return False
-    return True
+    # A broker outage leaves the row queued; the next beat run sends it.
+    return send_now("portal.notice_deliver", notice_id, what=f"notice {notice_id}")
 
 
 def notices_sweep() -> int:
     """The notices' outbox sweep (portal.outbox): queued ones whose message was lost, and ones waiting to retry
     whose retry message was lost, are sent again."""
-    from .tasks import NOTICE_MAX_ATTEMPTS
-
     return notice_rows_sweep(
         Notice.objects.all(), dispatch=notice_dispatch,
         fail=lambda pk, message: notice_fail(notice_id=pk, message=message),

@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .choices import Role, SignOnLink
-from .dispatch import send_after_commit
+from .dispatch import send_on_commit
 from .errors import InvalidInput, NotFound, PermissionDenied
 from .models import ApiToken, Membership, SignOnIdentity, Team
 from .roles import is_platform, user_roles
@@ -208,11 +208,9 @@ def worker_heartbeat_record(*, worker: str, task_id: str, request_id: str) -> di
 
 def worker_ping_dispatch(*, user) -> None:
     """Send a `portal.ping` task (after commit); its heartbeat carries the caller's request id."""
-    from .tasks import ping  # tasks call services: imported here to keep the import graph acyclic
-
     if not is_platform(user):
         raise PermissionDenied("Only the platform team pings the workers.")
-    send_after_commit(ping, what="a worker ping")
+    send_on_commit("portal.ping", what="a worker ping")
 
 
 # --- single sign-on (portal.oidc) ---------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ import logging
 
 from celery import shared_task
 
-from . import request_context, services
+from . import notices, request_context, services
+from .outbox import outboxes_sweep
+from .retrying import RetryingTask
 
 logger = logging.getLogger(__name__)
 
@@ -28,23 +30,16 @@ def ping() -> None:
 @shared_task(name="portal.outbox_sweep")
 def outbox_sweep() -> dict[str, int]:
     """Beat: every outbox's sweep (portal.outbox); returns how many each sent again."""
-    from .outbox import outboxes_sweep
-
     return outboxes_sweep()
 
 
-NOTICE_MAX_ATTEMPTS = 5
+NOTICE_MAX_ATTEMPTS = notices.NOTICE_MAX_ATTEMPTS
 
 
-@shared_task(bind=True, name="portal.notice_deliver", max_retries=NOTICE_MAX_ATTEMPTS, acks_late=True)
+@shared_task(bind=True, base=RetryingTask, name="portal.notice_deliver", max_retries=NOTICE_MAX_ATTEMPTS,
+             acks_late=True)
 def notice_deliver(self, notice_id: int) -> str:
-    from . import notices
-
     try:
         return notices.notice_deliver(notice_id=notice_id)
     except notices.TransientNoticeError as exc:
-        attempt = self.request.retries + 1
-        if attempt >= NOTICE_MAX_ATTEMPTS:
-            notices.notice_fail(notice_id=notice_id, message=f"Gave up after {attempt} attempts: {exc}")
-            return "failed"
-        raise self.retry(countdown=min(300, 2 ** attempt), exc=exc)
+        return self.retry_or_fail(exc, fail=lambda message: notices.notice_fail(notice_id=notice_id, message=message))

@@ -28,19 +28,21 @@ from django.utils import timezone
 from intake.choices import RequestOrigin, RequestStatus
 from intake.found import CannotDecide, answers_from_pod_sets, request_found_in_cluster
 from intake.models import GpuRequest
+from portal.dispatch import send_now
 from portal.models import Team
 
 from gpu.catalogue import load_catalogue
 from . import contract
 from .kube.apply import KubernetesApplier
 from .kube.client import KubeClient
+from .kube.connection import cluster_connection
 from .kube.errors import KubeError
 from .kube.workloads import (
     list_workloads,
     patch_admission_check_conditions,
     patch_workload_checks,
     read_admission_check,
-    read_object,
+    find_pod,
     read_cluster_queue,
     watch_workloads,
 )
@@ -153,7 +155,8 @@ def _applied_owner_uid(kube: KubeClient, workload: dict, gpu_request: GpuRequest
     if owner["kind"] != "Pod":
         return owner["uid"]
     namespace = workload["metadata"].get("namespace", "")
-    pod = read_object(kube, "v1", "Pod", owner["name"], namespace) or {}
+    selector = contract.selector_string(contract.selector_for_request(gpu_request.pk, settings.PORTAL_LABEL_DOMAIN))
+    pod = find_pod(kube, namespace, owner["name"], selector) or {}
     if (pod.get("metadata") or {}).get("uid") != owner["uid"]:
         return ""
     ref = next((r for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
@@ -322,8 +325,6 @@ def workload_admission_reconcile(*, kube: KubeClient, cluster: Cluster, workload
 def admission_checks_sync(*, cluster_id: int, watch_seconds: int = 0, kube: KubeClient | None = None) -> AdmissionRun:
     """One controller run for a cluster: install the check, LIST the Workloads and decide each, then WATCH for
     `watch_seconds` deciding each change. A Kubernetes error ends the run (the next run lists again)."""
-    from .kube.connection import cluster_connection
-
     cluster = Cluster.objects.get(pk=cluster_id)
     run = AdmissionRun(cluster=cluster.name)
     if cluster.gang_scheduler != "kueue" or not cluster.api_server or not cluster.enabled:
@@ -363,10 +364,9 @@ def _reconcile_quietly(kube: KubeClient, cluster: Cluster, workload: dict, run: 
 
 def admission_checks_sync_all() -> list[int]:
     """Beat: one controller run per enabled Kueue cluster reached through its API server. Returns their ids."""
-    from . import tasks
-
     ids = list(Cluster.objects.filter(enabled=True, gang_scheduler="kueue").exclude(api_server="")
                .order_by("name").values_list("pk", flat=True))
     for cluster_id in ids:
-        tasks.admission_checks_sync.apply_async(args=[cluster_id], expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
+        send_now("provisioning.admission_checks_sync", cluster_id, what=f"the admission check of cluster {cluster_id}",
+                 expires=settings.PORTAL_ADMISSION_SYNC_SECONDS)
     return ids

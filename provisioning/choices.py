@@ -155,18 +155,6 @@ class NotificationKind(models.TextChoices):
     RELEASED = "released", "Stalled gang released"
 
 
-class NotificationChannel(models.TextChoices):
-    EMAIL = "email", "E-mail"
-    WEBHOOK = "webhook", "Webhook"
-
-
-class NotificationStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RETRYING = "retrying", "Waiting to retry"
-    SENT = "sent", "Sent"
-    FAILED = "failed", "Failed"
-
-
 class ReconcileStatus(models.TextChoices):
     OK = "ok", "Reconciled"
     SKIPPED = "skipped", "Skipped"

@@ -7,9 +7,13 @@
 - What an object says it belongs to: `pod_identity(obj)` reads the claim (request, team, cluster, strategy), with
   what a later check needs to test it (uid, namespace, owner references).
 - What an object is bound to: `bound_request_id(identity)` is the one place that decides which request a cluster
-  object's pods are counted for (status, metering, the admission check); `attributed_request_id` is discovery's
-  looser attribution of GPU holders. A claim is copyable (anyone who can write a pod can write its labels); a
-  stricter binding belongs in these two functions, and every reader follows.
+  object's pods are counted for (status, the admission check); `attributed_request_id` is discovery's looser
+  attribution of GPU holders. A claim is copyable (anyone who can write a pod can write its labels); a stricter
+  binding belongs in these functions, and every reader follows.
+- What a pod is billed as: `applied_request_id(identity, owners)` follows the pod's controller ownerReferences,
+  by UID, up to an object the portal itself applied (its UID as the API server answered the apply), in the pod's
+  own namespace. Labels play no part: a pod that copies a request's labels is not that request's pod
+  (docs/chargeback.md, "Which request a pod is billed to").
 - The API server's timestamps (`parse_time`).
 
 Django-free: kubesim imports it too.
@@ -33,6 +37,9 @@ COST_CENTER, POOL = "cost-center", "pool"
 # Annotations under the label domain: what metering prices a pod by, and the object that should own this one.
 GPU_EQUIVALENTS, GPU_MODEL, DEVICES, MIG_PROFILE = "gpu-equivalents", "gpu-model", "devices", "mig-profile"
 OWNER = "owner"
+# Annotation under the label domain on a PriorityClass the portal renders: the seconds between SIGTERM and SIGKILL
+# its pods are promised to checkpoint (the semantic checker holds each pod of the class to it).
+CHECKPOINT_GRACE = "checkpoint-grace-seconds"
 
 
 def domain_key(label_domain: str, name: str) -> str:
@@ -60,6 +67,7 @@ class OwnerRef:
     kind: str
     name: str
     uid: str
+    controller: bool = False  # ownerReferences[].controller: the object that manages this one (at most one)
 
 
 @dataclass(frozen=True)
@@ -95,14 +103,16 @@ def pod_identity(obj: Mapping[str, Any], label_domain: str = DEFAULT_LABEL_DOMAI
         team=labels.get(domain_key(label_domain, TEAM), ""),
         cluster=labels.get(domain_key(label_domain, CLUSTER), ""),
         strategy=labels.get(domain_key(label_domain, STRATEGY), ""),
-        owners=tuple(OwnerRef(kind=o.get("kind", ""), name=o.get("name", ""), uid=o.get("uid", ""))
+        owners=tuple(OwnerRef(kind=o.get("kind", ""), name=o.get("name", ""), uid=o.get("uid", ""),
+                              controller=o.get("controller") is True)
                      for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)),
     )
 
 
 def bound_request_id(identity: Identity) -> int | None:
-    """The request whose pods this object counts as, or None: for status reconciliation, metering and the
-    admission check. An object that says the portal manages it is taken at its request-id label."""
+    """The request whose pods this object counts as, or None: for status reconciliation and the admission check.
+    An object that says the portal manages it is taken at its request-id label. Metering binds more strictly, by
+    owner UID (`applied_request_id`)."""
     return identity.request_id if identity.managed else None
 
 
@@ -161,6 +171,57 @@ def admission_refusal(identity: Identity, *, workload_uid: str, owner_uid: str, 
 def attributed_request_id(identity: Identity) -> int | None:
     """The request discovery attributes a GPU holder to in the inventory: its request-id label alone."""
     return identity.request_id
+
+
+@dataclass(frozen=True)
+class AppliedOwner:
+    """An object the portal applied for a request, as it recorded the API server's answer (AppliedObject)."""
+
+    request_id: int
+    kind: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class Owners:
+    """What a pod's owner chain is checked against: the objects the portal applied, by UID, and the objects between
+    them and the pods that their controllers made (a Deployment's ReplicaSets, a JobSet's Jobs), by UID, as read
+    from the cluster."""
+
+    applied: Mapping[str, AppliedOwner]
+    between: Mapping[str, Identity]
+
+
+# Pod -> ReplicaSet -> Deployment, Pod -> Job -> JobSet: two steps; a longer chain is nothing the portal renders.
+MAX_OWNER_STEPS = 4
+
+
+def controller_of(identity: Identity) -> OwnerRef | None:
+    """The owner reference marked `controller: true`, as the garbage collector and controllers read it (apimachinery
+    `metav1.GetControllerOf`); None when there is none, or (invalid) more than one."""
+    controllers = [o for o in identity.owners if o.controller and o.uid]
+    return controllers[0] if len(controllers) == 1 else None
+
+
+def applied_request_id(identity: Identity, owners: Owners) -> int | None:
+    """The request a pod is billed as, or None ("found in the cluster"): its controller chain reaches, by UID and
+    within the pod's namespace, an object the portal applied for that request. Owner references cannot cross
+    namespaces, and a UID is the API server's, never the writer's, so copying labels, names or another namespace's
+    references binds nothing."""
+    node = identity
+    for _ in range(MAX_OWNER_STEPS):
+        ref = controller_of(node)
+        if ref is None:
+            return None
+        applied = owners.applied.get(ref.uid)
+        if applied is not None:
+            same_place = applied.kind == ref.kind and applied.namespace == identity.namespace
+            return applied.request_id if same_place else None
+        parent = owners.between.get(ref.uid)
+        if parent is None or parent.namespace != identity.namespace or parent.name != ref.name:
+            return None
+        node = parent
+    return None
 
 
 def pod_annotation(obj: Mapping[str, Any], name: str, label_domain: str = DEFAULT_LABEL_DOMAIN) -> str:

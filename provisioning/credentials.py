@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from portal.errors import PermissionDenied
+from portal.models import Team
 from portal.roles import is_platform
 
 from .choices import CredentialSource
@@ -117,8 +118,6 @@ def cluster_server_changed(*, cluster: Cluster) -> bool:
 def credentials_reencrypt(*, user=None) -> int:
     """Re-encrypt every stored secret with the first key of PORTAL_CREDENTIAL_KEYS (after adding a new key).
     `user`: who asked in the admin (the platform team only); None: the operator's management command."""
-    from portal.models import Team
-
     if user is not None and not is_platform(user):
         raise PermissionDenied("Only the platform team rotates the credential keys.")
 

@@ -11,18 +11,25 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from portal.dispatch import send_after_commit, send_now
+from intake.choices import REQUEST_TERMINAL
+from intake.models import GpuRequest
+from portal.dispatch import send_now, send_on_commit
 
 from gpu.catalogue import load_catalogue
 from gpu.pools import PoolSpec
+from portal.errors import PermissionDenied
+from portal.roles import is_platform
 
 from . import discovery, renderability
-from .choices import Applier, PoolSource, SchedulingModel
+from .choices import PoolSource, SchedulingModel
 from .contract import POOL, domain_key
 from .kube import inventory_reads
+from .kube.client import KubeClient
 from .kube.connection import cluster_connection
 from .kube.errors import KubeError, TransientKubeError
-from .models import Cluster, GpuModel, NodePool
+from .kube.reads import server_version
+from .models import Cluster, GpuModel, Node, NodePool
+from .selectors.clusters import no_api_server_note
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,7 @@ class ClusterObservation:
     claims: list[dict] = field(default_factory=list)
     pods: list[dict] = field(default_factory=list)
     device_classes: list[dict] = field(default_factory=list)
+    admission_policies: bool = False  # admissionregistration.k8s.io/v1 validatingadmissionpolicies served
 
 
 @dataclass(frozen=True)
@@ -50,19 +58,8 @@ class SyncOutcome:
     transient: bool = False
 
 
-def no_api_server_note(cluster: Cluster) -> str | None:
-    if cluster.applier == Applier.KUBERNETES and cluster.api_server:
-        return None
-    return (
-        f"No API server: {cluster.name} is provisioned through {cluster.get_applier_display()}, so its inventory "
-        "is what the platform team declared; discovery skips it."
-    )
-
-
 def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
     """Read the cluster (no database writes). Raises KubeError."""
-    from .kube.client import KubeClient
-    from .kube.reads import server_version
     with KubeClient(cluster_connection(cluster)) as kube:
         git_version = server_version(kube)
         groups = inventory_reads.served_group_versions(kube)
@@ -73,8 +70,9 @@ def inventory_observe(*, cluster: Cluster) -> ClusterObservation:
         claims = inventory_reads.list_resource_claims(kube) if slices else []
         classes = inventory_reads.list_device_classes(kube) if dra else []
         pods = list(inventory_reads.iter_gpu_pods(inventory_reads.list_active_pods(kube)))
+        policies = inventory_reads.serves_admission_policies(kube, groups)
     return ClusterObservation(git_version=git_version, gang_schedulers=gang, nodes=nodes, slices=slices,
-                              claims=claims, pods=pods, device_classes=classes)
+                              claims=claims, pods=pods, device_classes=classes, admission_policies=policies)
 
 
 def inventory_sync(*, cluster: Cluster) -> SyncOutcome:
@@ -143,11 +141,6 @@ NODE_UPDATE_FIELDS = [
 @transaction.atomic
 def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> SyncOutcome:
     """Write what one sync observed (one transaction; the cluster row is locked so syncs never interleave)."""
-    from intake.choices import REQUEST_TERMINAL
-    from intake.models import GpuRequest
-
-    from .models import Node
-
     cluster = Cluster.objects.select_for_update(no_key=True).get(pk=cluster_id)
     catalogue = load_catalogue()
     now = timezone.now()
@@ -257,6 +250,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.discovered_kubernetes_version = observation.git_version
     cluster.discovered_gang_schedulers = observation.gang_schedulers
     cluster.dra_in_use = dra_in_use
+    cluster.serves_admission_policies = observation.admission_policies
     cluster.dra_device_classes = discovery.device_classes(observation.device_classes)
     cluster.discrepancies = discovery.cluster_discrepancies(
         declared_version=cluster.kubernetes_version, discovered_version=observation.git_version,
@@ -267,6 +261,7 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
     cluster.last_synced_at = cluster.last_sync_attempt_at = now
     cluster.last_sync_error = ""
     cluster.save(update_fields=["discovered_kubernetes_version", "discovered_gang_schedulers", "dra_in_use",
+                                "serves_admission_policies",
                                 "dra_device_classes",
                                 "discrepancies", "last_synced_at", "last_sync_attempt_at", "last_sync_error"])
     pools = len(declared_rows) + len(seen_keys)
@@ -276,23 +271,16 @@ def inventory_record(*, cluster_id: int, observation: ClusterObservation) -> Syn
 
 def inventory_sync_dispatch() -> int:
     """Beat: one inventory_sync task per enabled cluster (GitOps clusters too: the task records why it skips)."""
-    from . import tasks
-
     sent = 0
     for cluster_id in Cluster.objects.filter(enabled=True).order_by("name").values_list("id", flat=True):
-        sent += send_now(tasks.inventory_sync, cluster_id, what=f"the inventory sync of cluster {cluster_id}")
+        sent += send_now("provisioning.inventory_sync", cluster_id, what=f"the inventory sync of cluster {cluster_id}")
     return sent
 
 
 def inventory_sync_request(*, user, cluster: Cluster) -> str:
     """Ask for a sync of one cluster now (platform team); the task runs after this transaction commits."""
-    from portal.errors import PermissionDenied
-    from portal.roles import is_platform
-
-    from . import tasks
-
     if not is_platform(user):
         raise PermissionDenied("Only the platform team starts an inventory sync.")
     note = no_api_server_note(cluster)
-    send_after_commit(tasks.inventory_sync, cluster.pk, what=f"the inventory sync of {cluster.name}")
+    send_on_commit("provisioning.inventory_sync", cluster.pk, what=f"the inventory sync of {cluster.name}")
     return note or f"Sync of {cluster.name} queued; GET the cluster to see the result."

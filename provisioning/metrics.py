@@ -9,7 +9,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from portal.metrics import PREFIX
 
 from .choices import JobKind, JobStatus
-from .models import ProvisioningJob
+from .models import Cluster, MigPlan, MigPlanStep, Node, ProvisioningJob
+from .selectors import capacity_of
+from .selectors.clusters import no_api_server_note
 
 
 def provisioning_jobs() -> Iterable[Metric]:
@@ -45,10 +47,6 @@ COLLECTORS = {"provisioning.jobs": provisioning_jobs}
 
 def inventory() -> Iterable[Metric]:
     """Per cluster: the last sync (time, ok), discrepancies, and free and used GPU equivalents by strategy."""
-    from .inventory_sync import no_api_server_note
-    from .models import Cluster, MigPlan, MigPlanStep, Node
-    from .selectors import capacity_of
-
     synced = GaugeMetricFamily(f"{PREFIX}inventory_last_sync_timestamp_seconds",
                                "When the cluster's inventory was last discovered (0: never)", labels=["cluster"])
     failing = GaugeMetricFamily(f"{PREFIX}inventory_sync_failing",

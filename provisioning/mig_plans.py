@@ -128,15 +128,11 @@ def mig_plan_cancel(*, user, plan_id: int) -> MigPlan:
 
 
 def dispatch_advance(*, plan_id: int) -> bool:
-    from . import tasks
-
-    return send_now(tasks.mig_plan_advance, plan_id, what=f"MIG plan {plan_id}")
+    return send_now("provisioning.mig_plan_advance", plan_id, what=f"MIG plan {plan_id}")
 
 
 def _sync_soon(cluster_id: int) -> None:
-    from . import tasks
-
-    send_now(tasks.inventory_sync, cluster_id, what=f"the inventory sync of cluster {cluster_id}")
+    send_now("provisioning.inventory_sync", cluster_id, what=f"the inventory sync of cluster {cluster_id}")
 
 
 def mig_plans_advance_dispatch() -> int:

@@ -1,5 +1,5 @@
 """When each workload waiting in a Kueue ClusterQueue is likely to start: the queue played forward. Pure: plain
-values in, no Django, no I/O; `provisioning.waits` feeds it what it reads from the cluster and the database, and
+values in, no Django, no I/O; `provisioning.wait_refresh` feeds it what it reads from the cluster and the database, and
 `bench/eta.py --trace fleet` what the simulated fleet shows at the same moment.
 
 The queue is replayed as Kueue admits with its default queueing strategy, BestEffortFIFO ("older Workloads that

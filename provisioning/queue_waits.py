@@ -2,7 +2,7 @@
 one read of the cluster (its ClusterQueues, its Workloads, each queue's pending list from Kueue's visibility API),
 a few queries whatever the depth of the queue, each ClusterQueue played forward once (`provisioning.queue_eta`),
 and every reading stored in two statements. At fleet size, with hundreds of requests queued, one request at a time
-(`provisioning.waits.request_wait_refresh`) would read the same queue hundreds of times.
+(`provisioning.wait_refresh.request_wait_refresh`) would read the same queue hundreds of times.
 
 What the estimate uses, all of it read at the moment of the estimate: the queue's order and GPU quota, what each
 admitted workload holds and since when (its QuotaReserved condition; its start as recorded when its pods ran),
@@ -226,7 +226,7 @@ def queue_basis_words(start: queue_eta.Start | None, *, now: datetime.datetime) 
 
 @transaction.atomic
 def _store_many(readings: Mapping[int, Mapping[str, Any]], *, now: datetime.datetime) -> None:
-    """Store many readings at once: the same record `provisioning.waits` keeps for one, the first estimate kept.
+    """Store many readings at once: the same record `provisioning.wait_refresh` keeps for one, the first estimate kept.
     Two statements: the first estimates already given, then one upsert (INSERT ... ON CONFLICT DO UPDATE) of all
     the readings."""
     first = {request_id: (estimate, at) for request_id, estimate, at in RequestWait.objects.filter(

@@ -21,6 +21,7 @@ from .manifests.context import make_context
 from .manifests.devices import gpu_placement
 from .manifests.errors import RenderError
 from .manifests.spec import RequestSpec
+from .selectors import cluster_profile
 
 FIELD = "rendering"
 
@@ -38,8 +39,6 @@ def pool_render_discrepancies(*, cluster, pool, spec: PoolSpec, nodes: Sequence[
                               catalogue: Catalogue) -> list[dict[str, Any]]:
     """Why pods rendered for this pool (a NodePool row with `discovered` already set) would land on none of its
     usable nodes; empty when they can, or when no node serves the pool at all (flagged as `placement` already)."""
-    from .selectors import cluster_profile
-
     usable = [n for n in nodes if discovery.usable_for(spec, n)]
     model = catalogue.models.get((pool.discovered or {}).get("gpu_model") or pool.gpu_model.key)
     if not usable or model is None:

@@ -27,7 +27,7 @@ from .kube.connection import cluster_connection
 from .credentials import cluster_credentials_set, cluster_server_changed
 from .manifests import RenderError
 from .manifests.validation import ManifestInvalid, validate_objects
-from .models import AppliedObject, Cluster, NodePool, ProvisioningJob
+from .models import AppliedObject, Cluster, GpuModel, MigProfile, NodePool, ProvisioningJob
 from .selectors import cluster_for_request, request_manifests
 
 
@@ -35,8 +35,6 @@ from .selectors import cluster_for_request, request_manifests
 def catalogue_sync(*, catalogue: Catalogue | None = None, gpu_model_cls=None, mig_profile_cls=None) -> int:
     """Copy the shipped catalogue into the GpuModel/MigProfile tables (insert or update; never delete, since
     pools may point at a model). Takes model classes so a data migration can pass its historical ones."""
-    from .models import GpuModel, MigProfile
-
     gpu_model_cls = gpu_model_cls or GpuModel
     mig_profile_cls = mig_profile_cls or MigProfile
     catalogue = catalogue or load_catalogue()
@@ -107,11 +105,6 @@ def cluster_register(
 logger = logging.getLogger(__name__)
 
 
-
-class AllocationError(Exception):
-    """A permanent failure: the request fails with this message."""
-
-
 @dataclass(frozen=True)
 class ApplyOutcome:
     job_id: int
@@ -130,14 +123,11 @@ def _job_for(gpu_request, kind: str):
 @transaction.atomic
 def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
     """Record that work is due (the outbox row) and dispatch it once this transaction commits."""
-    from . import tasks
-
     job = _job_for(gpu_request, kind)
     if job.status in JOB_FINISHED and kind == JobKind.TEARDOWN:
         job.status, job.message, job.finished_at = JobStatus.QUEUED, "", None  # a later cancel tears down again
     job.save()
-    task = tasks.allocation_apply if kind == JobKind.APPLY else tasks.allocation_teardown
-    transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=task))
+    transaction.on_commit(lambda: dispatch_job(job_id=job.pk, task=job_task(kind)))
     return job
 
 
@@ -153,6 +143,11 @@ def allocation_on_cancelled(*, gpu_request, from_status: str) -> None:
     """intake.hooks, on entering cancelled: what was applied (or is being applied) is torn down."""
     if gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
         allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
+
+
+def job_task(kind: str) -> str:
+    """The name of the task that runs a job of this kind."""
+    return "provisioning.allocation_apply" if kind == JobKind.APPLY else "provisioning.allocation_teardown"
 
 
 def dispatch_job(*, job_id: int, task) -> bool:
@@ -205,6 +200,7 @@ def _start(*, job_id: int, kind: str, after_attempt: int | None = None):
 
 # Namespace of the PostgreSQL advisory locks held while a job runs (the second key is the job id).
 JOB_LOCK_NAMESPACE = 0x6A6F62  # "job"
+JOB_MAX_ATTEMPTS = 6  # of the tasks that run a job (provisioning.tasks)
 
 
 @contextlib.contextmanager

@@ -21,13 +21,13 @@ from portal.outbox import notice_rows_sweep
 
 from .choices import JobKind, JobStatus
 from .models import GangNotification, ProvisioningJob
-from .reconcile.notifications import gang_notification_dispatch, gang_notification_fail
-from .services import JOB_LOCK_NAMESPACE, allocation_fail, dispatch_job
+from .reconcile.notifications import NOTIFY_MAX_ATTEMPTS, gang_notification_dispatch, gang_notification_fail
+from .services import JOB_LOCK_NAMESPACE, JOB_MAX_ATTEMPTS, allocation_fail, dispatch_job, job_task
 
 logger = logging.getLogger(__name__)
 
 # A job in one of these states has a worker on it, or a retry message waiting for its countdown (at most
-# provisioning.tasks.BACKOFF_CAP_SECONDS); one left so for longer than the stuck timeout has lost both.
+# portal.retrying.BACKOFF_CAP_SECONDS); one left so for longer than the stuck timeout has lost both.
 JOB_IN_FLIGHT = (JobStatus.RUNNING, JobStatus.RETRYING)
 
 
@@ -36,8 +36,6 @@ def allocation_sweep(*, older_than_seconds: float = 60, stuck_after_seconds: flo
     `older_than_seconds` ago and still not started; and running or retrying ones unchanged for
     `stuck_after_seconds` that no worker holds (an attempt was counted when they started: after `max_attempts`
     they fail instead). Returns how many were sent."""
-    from . import tasks
-
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_seconds)
     overdue = ProvisioningJob.objects.filter(status=JobStatus.QUEUED).filter(
@@ -51,8 +49,7 @@ def allocation_sweep(*, older_than_seconds: float = 60, stuck_after_seconds: flo
             due.append((job_id, kind))
     sent = 0
     for job_id, kind in due:
-        task = tasks.allocation_apply if kind == JobKind.APPLY else tasks.allocation_teardown
-        sent += dispatch_job(job_id=job_id, task=task)
+        sent += dispatch_job(job_id=job_id, task=job_task(kind))
     return sent
 
 
@@ -95,27 +92,21 @@ def gang_notification_sweep(*, older_than_seconds: float = 120, stuck_after_seco
                             max_attempts: int = 6) -> int:
     """Send again the stalled-gang notices whose message was lost, as every notice outbox is swept
     (portal.outbox.notice_rows_sweep). Returns how many were dispatched."""
-    from . import tasks
-
     return notice_rows_sweep(
         GangNotification.objects.all(),
-        dispatch=lambda pk: gang_notification_dispatch(pk, tasks.gang_notification_deliver),
+        dispatch=gang_notification_dispatch,
         fail=lambda pk, message: gang_notification_fail(notification_id=pk, message=message),
         older_than_seconds=older_than_seconds, stuck_after_seconds=stuck_after_seconds, max_attempts=max_attempts)
 
 
 def allocation_sweep_now() -> int:
     """The provisioning jobs' outbox sweep, with the settings' timings (registered with portal.outbox)."""
-    from .tasks import MAX_ATTEMPTS
-
     return allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
-                            stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=MAX_ATTEMPTS)
+                            stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=JOB_MAX_ATTEMPTS)
 
 
 def gang_notification_sweep_now() -> int:
     """The stalled-gang notices' outbox sweep, with the settings' timings (registered with portal.outbox)."""
-    from .tasks import NOTIFY_MAX_ATTEMPTS
-
     return gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
                                    stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
                                    max_attempts=NOTIFY_MAX_ATTEMPTS)

@@ -1,6 +1,6 @@
 """Why an approved request is not (fully) running, what would unblock it and when it is likely to start. Pure: the
 scheduler objects come in as the API server's dicts, the capacity as the fit check's answer, the running work as
-plain holders; no Django, no I/O. `provisioning.waits` reads the cluster and stores what this says.
+plain holders; no Django, no I/O. `provisioning.wait_refresh` reads the cluster and stores what this says.
 
 The reasons are read from the objects the schedulers write, in their own vocabulary:
 - Kueue v0.19 (kubernetes-sigs/kueue v0.19.2, `apis/kueue/v1beta2/workload_types.go`): the Workload conditions
@@ -170,6 +170,12 @@ def pod_blockers(pods: Sequence[Any]) -> list[Blocker]:
         reason = pod.unschedulable_reason or "Unschedulable"
         words = (f"Pod {pod.rank} waits for its scheduling gates ({', '.join(pod.scheduling_gates)})."
                  if reason == "SchedulingGated" else f"Pod {pod.rank} cannot be placed on any node.")
+        if pod.nominated_node and reason != "SchedulingGated":
+            # kube-scheduler preempted lower-priority pods there for it (status.nominatedNodeName, v1.35
+            # pkg/scheduler/framework/preemption): it binds once they have stopped, after their grace period.
+            words = (f"Pod {pod.rank} outranks work on node {pod.nominated_node}: the scheduler preempted lower-priority "
+                     "pods there to make room, and it starts once they have stopped (each gets its termination grace "
+                     "period to checkpoint first).")
         found.append(Blocker(CAPACITY if INSUFFICIENT.search(pod.unschedulable_message) else SCHEDULING,
                              f"Pod {pod.namespace}/{pod.name}: condition PodScheduled=False", reason,
                              pod.unschedulable_message, words))

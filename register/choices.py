@@ -33,6 +33,7 @@ class Section(models.TextChoices):
     TENANT_ISOLATION = "tenant_isolation", "Tenant isolation"
     DRIVER_LIFECYCLE = "driver_lifecycle", "Driver lifecycle"
     CHARGEBACK_COVERAGE = "chargeback_coverage", "Chargeback coverage"
+    PREEMPTION = "preemption", "Preemption"
 
 
 # What a decision's `value` holds, per area: key -> allowed values (None: free text). Driver lifecycle decisions

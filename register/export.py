@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime
 from typing import Any
+from .api.serializers import RegisterSerializer
 
 MAX_CHANGES_SHOWN = 6
 VERDICT_LEGEND = (
@@ -143,8 +144,6 @@ def register_markdown(register: dict) -> str:
 def register_json(register: dict) -> str:
     """The register as JSON, in the shape `GET /api/v1/register/` answers (indented)."""
     from rest_framework.renderers import JSONRenderer
-
-    from .api.serializers import RegisterSerializer
 
     data = RegisterSerializer(register).data
     return JSONRenderer().render(data, renderer_context={"indent": 2}).decode() + "\n"

@@ -6,20 +6,14 @@ from rest_framework.test import APIClient
 
 from provisioning.demo import CLUSTERS
 from provisioning.inventory import cluster_declare
-from tests.factories import TeamFactory, make_user
+from tests.factories import VALID_ANSWERS, RequestFactory, TeamFactory, make_user, request_approve_now
 from tests.support.celery_worker import eager, running_worker
 
 # The fake Kubernetes API server (fixtures fake_kube, start_fake_kube, kube_connection, kube_client), and the
 # webhook receivers' address allowed for webhooks.
 pytest_plugins = ["tests.support.fake_kube", "tests.support.webhook"]
 
-VALID_ANSWERS = {
-    "workload_class": "inference",
-    "tenancy": "multi_tenant",
-    "latency": "latency_sensitive",
-    "gpu_memory_gb": 16,
-    "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
-}
+__all__ = ["VALID_ANSWERS", "client_for"]
 
 
 @pytest.fixture
@@ -83,6 +77,18 @@ def api():
 @pytest.fixture
 def valid_answers():
     return dict(VALID_ANSWERS)
+
+
+@pytest.fixture
+def submitted_request(inventory, engineer, team_a):
+    """team-a's engineer's request for `VALID_ANSWERS`, submitted (through `decide()`), waiting for approval."""
+    return RequestFactory(user=engineer, team=team_a, name="submitted")
+
+
+@pytest.fixture
+def approved_request(submitted_request, platform_user, django_capture_on_commit_callbacks):
+    """`submitted_request`, approved by the platform team (what the approval sends after commit has run)."""
+    return request_approve_now(submitted_request, platform_user, django_capture_on_commit_callbacks)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from provisioning.choices import Strategy
 
 from portal.models import Team
 
+from ..budgets import budget_forecast
 from ..choices import GROUP_BY_CHOICES, REPORT_CATEGORIES, BudgetMode
 from ..periods import month_error, period_error
 from ..models import Adjustment, Budget, ClosedPeriod, HardwareCredit, RateCard, UsageCollection, UsageInterval
@@ -175,7 +176,8 @@ class UsageCollectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = UsageCollection
         fields = ["id", "cluster", "listed_at", "complete", "status", "message", "source", "pods_seen",
-                  "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged"]
+                  "intervals_inserted", "intervals_updated", "intervals_vanished", "adjustments", "flagged",
+                  "found_in_cluster", "pods_unreadable"]
         read_only_fields = fields
 
 
@@ -230,8 +232,6 @@ class BudgetDetailSerializer(BudgetSerializer):
 
     @extend_schema_field(ForecastSerializer)
     def get_forecast(self, obj):
-        from ..budgets import budget_forecast
-
         forecast = budget_forecast(budget=obj)
         data = {k: v for k, v in forecast.as_dict().items() if k in ForecastSerializer().fields}
         return ForecastSerializer({**data, "running": forecast.committed, "pending": forecast.pending}).data

@@ -13,7 +13,7 @@ How the portal maps onto FOCUS (docs/chargeback.md, "FOCUS export"):
   strategy (the rate card), no discounts, no commitments;
 * PricingQuantity is GPU-equivalent hours ("GPU-Hours", what the rate card prices), ConsumedQuantity the device
   hours the pods held ("Device-Hours": a MIG slice or a time-sliced replica counts as one device);
-* usage, waste and idle time are ChargeCategory "Usage"; late data booked for a closed month (adjustment lines) is
+* usage, waste, idle and preempted time are ChargeCategory "Usage"; late data booked for a closed month (adjustment lines) is
   "Usage" with ChargeClass "Correction"; a hardware-fault credit is "Credit", its reversal after the credited
   month closed a "Credit" "Correction";
 * BillingAccount is the cost centre (what finance charges), SubAccount the team, Resource the GPU request, SKU the
@@ -49,13 +49,14 @@ CUSTOM_COLUMNS = (
     "x_MigProfile", "x_Category", "x_DeviceHours", "x_GpuEquivalentHours", "x_AllocationMismatch",
 )
 
-USAGE_CATEGORIES = ("usage", "waste", "idle")
+USAGE_CATEGORIES = ("usage", "waste", "idle", "preempted")
 CORRECTION_CATEGORIES = ("adjustment", "waste_adjustment", "idle_adjustment", "credit_reversal")
 CREDIT_CATEGORIES = ("credit", "credit_reversal")
 _DESCRIPTIONS = {
     "usage": "GPU time",
     "waste": "GPU time burnt by a stalled gang",
     "idle": "Idle GPU time (paid for, unused)",
+    "preempted": "GPU time of a run preempted for higher-priority work",
     "adjustment": "Late GPU time for a closed month",
     "waste_adjustment": "Late stalled-gang time for a closed month",
     "idle_adjustment": "Late idle GPU time for a closed month",

@@ -19,6 +19,7 @@ from intake.models import GpuRequest
 from intake.services import request_transition
 from portal.notices import notice_queue
 from provisioning.models import Cluster
+from provisioning.reconcile.rules import duration_words
 
 from ..choices import Category
 from ..models import UsageInterval
@@ -192,8 +193,6 @@ def _assess(gpu_request: GpuRequest, seen: _Observed, *, cluster: str, rule: rul
 
 
 def _minutes(delta: timedelta) -> str:
-    from provisioning.reconcile.rules import duration_words
-
     return duration_words(delta)
 
 

@@ -1,6 +1,11 @@
 """Ingestion: one read of a cluster's pods turned into usage intervals, set-based (one statement per batch),
 idempotent, safe from several workers (chargeback.services.locks). The unique (pod_uid, started_at) constraint
-and the per-pod exclusion constraint are the safety net under the locks."""
+and the per-pod exclusion constraint are the safety net under the locks.
+
+Who pays (docs/chargeback.md): a pod is billed as a request only when its owner chain reaches, by UID, an object
+the portal applied for that request, in that request's team's namespace; every other pod is billed to the team
+whose namespace it runs in, flagged `found_in_cluster`, never to another team. A pod that cannot be read is
+skipped and reported on the pass (UsageCollection) and in the log; the others are metered."""
 from __future__ import annotations
 
 import logging
@@ -19,7 +24,10 @@ from intake.decisions import Decision
 from intake.models import GpuRequest
 from portal.models import Team
 from provisioning.choices import SchedulingModel
+from provisioning.contract import Owners, pod_identity
+from provisioning.manifests.names import team_namespace
 from provisioning.models import NodePool
+from provisioning.selectors.applied import applied_owners
 
 from ..allocation import ClusterFacts
 from ..choices import CollectionStatus, Flag
@@ -33,6 +41,7 @@ from .locks import frozen_until, lock_cluster
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5000
+PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's label (docs/chargeback.md)
 
 
 @dataclass
@@ -46,6 +55,8 @@ class IngestResult:
     adjustments: int = 0
     flagged: int = 0
     credits: int = 0
+    found_in_cluster: int = 0
+    unreadable: int = 0
     skipped: list[str] = field(default_factory=list)
     collection_id: int | None = None
 
@@ -72,8 +83,8 @@ def _context(records: Sequence[PodUsage]) -> tuple[dict, dict, dict]:
             "pk", "team_id", "team__slug", "team__cost_center", "decision"
         )
     }
-    team_slugs = {r.team for r in records if r.team and r.request_id not in requests}
-    teams = {slug: (pk, cc) for pk, slug, cc in Team.objects.filter(slug__in=team_slugs).values_list("pk", "slug", "cost_center")}
+    # Who owns a namespace: the team whose namespace the portal names it (provisioning.manifests.names).
+    teams = {team_namespace(slug): (pk, cc) for pk, slug, cc in Team.objects.values_list("pk", "slug", "cost_center")}
     pool_keys = {
         (row.decision.cluster, row.decision.node_pool)
         for row in requests.values()
@@ -104,14 +115,18 @@ def _share(strategy, devices, gpu_model, mig_profile, replicas, annotation, *, c
 
 
 def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, catalogue, policy,
-               shares: dict) -> tuple | str:
+               shares: dict, node_models: dict) -> tuple | str:
     """The interval row for one record, or why it cannot be billed (a string)."""
     flags: list[str] = []
     request = requests.get(record.request_id) if record.request_id else None
+    if request is not None and (team_namespace(request.team_slug) != record.namespace
+                                or _larger_than_approved(record, request.decision)):
+        request = None  # elsewhere than its team's namespace, or asking for more per pod: not the approval's pod
     decision = request.decision if request else None
     if request is None:
-        flags.append(Flag.UNKNOWN_REQUEST)
-        team_id, cost_center = teams.get(record.team, (None, ""))
+        # Found in the cluster: the namespace's team pays (never the team a label names), the platform team looks.
+        flags.append(Flag.FOUND_IN_CLUSTER)
+        team_id, cost_center = teams.get(record.namespace, (None, ""))
     else:
         team_id, cost_center = request.team_id, request.cost_center
         if record.team and record.team != request.team_slug:
@@ -126,9 +141,10 @@ def _usage_row(record: PodUsage, *, cluster_name: str, requests, teams, pools, c
         return decided
 
     strategy = from_request(record.strategy, decision and decision.strategy)
-    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model)
+    gpu_model = from_request(record.gpu_model, decision and decision.gpu_model) or node_models.get(record.node, "")
     mig_profile = from_request(record.mig_profile, decision and decision.mig_profile) if strategy == "mig" else ""
-    devices = record.devices or from_request(None, decision and decision.gpus_per_replica)
+    # What its containers ask for is what it holds (a copyable annotation may say less); then the annotation.
+    devices = record.resource_devices or record.devices or from_request(None, decision and decision.gpus_per_replica)
     if strategy not in STRATEGIES:
         return f"{record.namespace}/{record.pod_name}: no sharing strategy"
     if not gpu_model or not devices:
@@ -230,6 +246,13 @@ WHERE u.cluster = %(cluster)s AND u.ended_at IS NULL AND u.first_seen_at < %(now
 RETURNING u.id, u.started_at, NULL::timestamptz, u.started_at, u.ended_at
 """
 
+# A preempted pod's GPU time is its own category (chargeback.ingest), from the first pass that sees it preempted;
+# time in closed months stays as it was closed.
+_PREEMPTED_SQL = """
+UPDATE chargeback_usageinterval SET category = 'preempted', updated_at = now()
+WHERE pod_uid = ANY(%(uids)s) AND category = 'usage' AND started_at >= %(horizon)s
+"""
+
 # Stand-in horizon when no month is closed: nothing is before it, so the frozen filter stays one comparison.
 _NEVER = datetime(1, 1, 1, tzinfo=dt_timezone.utc)
 
@@ -252,25 +275,30 @@ def usage_ingest(
     an unhealthy device gets its last run credited (chargeback.services.allocation)."""
     now = now or timezone.now()
     pods = list(pods)
-    records = pods_usage(pods, label_domain=settings.PORTAL_LABEL_DOMAIN)
+    owners = Owners(applied=applied_owners(cluster_name=cluster_name), between=_between(facts))
+    records, unreadable = pods_usage(pods, label_domain=settings.PORTAL_LABEL_DOMAIN, owners=owners)
     # Every listed pod counts as seen, even one with no usage record (it may have lost its status).
-    seen = [uid for uid in ((p.get("metadata") or {}).get("uid") for p in pods) if uid]
-    result = IngestResult(cluster=cluster_name, pods_seen=len(pods), records=len(records))
+    seen = [uid for uid in (_uid(p) for p in pods) if uid]
+    result = IngestResult(cluster=cluster_name, pods_seen=len(pods), records=len(records), unreadable=len(unreadable),
+                          skipped=list(unreadable))
+    result.skipped.extend(f"{r.namespace}/{r.pod_name}: {problem}" for r in records for problem in r.problems)
     catalogue = load_catalogue()
     policy = settings.CHARGEBACK_MIG_EQUIVALENTS
     with transaction.atomic():
         lock_cluster(cluster_name)
         requests, teams, pools = _context(records)
-        rows, shares = [], {}
+        rows, shares, node_models = [], {}, _node_models(facts, catalogue)
         for record in records:
             row = _usage_row(record, cluster_name=cluster_name, requests=requests, teams=teams, pools=pools,
-                             catalogue=catalogue, policy=policy, shares=shares)
+                             catalogue=catalogue, policy=policy, shares=shares,
+                             node_models=node_models)
             if isinstance(row, str):
                 result.skipped.append(row)
                 continue
             rows.append(row)
         rows, mismatches = bill_as_allocated(rows, pods, facts=facts, catalogue=catalogue, policy=policy)
         result.flagged = sum(bool(row[13]) for row in rows)
+        result.found_in_cluster = sum(Flag.FOUND_IN_CLUSTER in row[13].split(",") for row in rows)
         horizon = frozen_until()
         changes: list[tuple] = []
         with connection.cursor() as cursor:
@@ -287,6 +315,9 @@ def usage_ingest(
                         result.updated += values[0]
                     else:
                         result.inserted += values[0]
+            preempted = [record.pod_uid for record in records if record.preempted]
+            if preempted:
+                cursor.execute(_PREEMPTED_SQL, {"uids": preempted, "horizon": horizon or _NEVER})
             if complete:
                 previous = (
                     UsageCollection.objects.filter(cluster=cluster_name, status=CollectionStatus.OK, listed_at__lt=now)
@@ -307,10 +338,48 @@ def usage_ingest(
             cluster=cluster_name, listed_at=now, complete=complete, source=source, pods_seen=result.pods_seen,
             intervals_inserted=result.inserted, intervals_updated=result.updated,
             intervals_vanished=result.vanished, adjustments=result.adjustments, flagged=result.flagged,
-            message="\n".join(result.skipped[:50]),
+            found_in_cluster=result.found_in_cluster, pods_unreadable=result.unreadable,
+            message="\n".join(line[:500] for line in result.skipped[:50]),
         )
         result.collection_id = collection.pk
     if result.skipped:
-        logger.warning("collect %s: %d pods not billable, e.g. %s", cluster_name, len(result.skipped), result.skipped[0])
+        logger.warning("collect %s: %d pods not billable or read in part, e.g. %s", cluster_name, len(result.skipped),
+                       result.skipped[0][:500])
     return result
+
+
+def _larger_than_approved(record: PodUsage, decision: Decision) -> bool:
+    """The pod's containers ask for more devices than were approved per pod (where both are known)."""
+    approved = decision.gpus_per_replica
+    return bool(record.resource_devices and approved and record.resource_devices > approved)
+
+
+def _node_models(facts: ClusterFacts | None, catalogue) -> dict[str, str]:
+    """Node name -> the catalogue model its `nvidia.com/gpu.product` label (GPU feature discovery) names."""
+    found = {}
+    for node in (facts.nodes if facts else ()):
+        metadata = node.get("metadata") or {}
+        model = catalogue.model_by_product(str((metadata.get("labels") or {}).get(PRODUCT_LABEL, "")))
+        if model is not None:
+            found[metadata.get("name", "")] = model.key
+    return found
+
+
+def _uid(pod) -> str:
+    metadata = pod.get("metadata") if isinstance(pod, dict) else None
+    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) and len(uid) <= 64 else ""
+
+
+def _between(facts: ClusterFacts | None) -> dict:
+    """The ReplicaSets and Jobs the pass read, by UID: the links of the pods' owner chains."""
+    found = {}
+    for obj in (facts.owners if facts else ()):
+        try:
+            identity = pod_identity(obj)
+        except (AttributeError, TypeError):
+            continue
+        if identity.uid:
+            found[identity.uid] = identity
+    return found
 

@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from portal.api.prototypes import represent, validate
 
-from .. import leases, selectors, services
+from .. import leases, policy_review, selectors, services
 from ..filtersets import RequestFilterSet
 from ..models import GpuRequest
 from ..questionnaire import questionnaire_definition
@@ -158,8 +158,8 @@ class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
     def diff(self, request, number=None):
         query = PolicyDiffQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        diff = selectors.policy_version_review(user=request.user, version=self.get_object(),
-                                               days=query.validated_data["days"])
+        diff = policy_review.policy_version_review(user=request.user, version=self.get_object(),
+                                                   days=query.validated_data["days"])
         return Response(PolicyDiffSerializer(diff.as_dict()).data)
 
     @extend_schema(request=PolicySignOffInputSerializer, responses={200: PolicyVersionSerializer},

@@ -12,9 +12,10 @@ inherited it).
 from gpu.vocabulary import STRATEGY_WORDS
 
 from .decision import (DECISION_VERSION, ApprovalLimits, Decision, DecisionShapeError, DriverTerms, Gang, Lease,
-                       MultiNode, Reason)
+                       MultiNode, Priority, Reason)
 from .inputs import Answers, ClusterSpec, Inventory, PolicySpec, PoolSpec, RuleSpec
 from .placement import ONE_DEVICE_PER_REPLICA
+from .priority import MIN_RUNTIME_BACKENDS, duration_words, priority_rule, priority_terms, priority_words
 from .reasons import PlacementImpossible, Reasons
 from .rules import PLATFORM_DEFAULT_STRATEGY, DriverNeed, driver_need, select_route
 from .steps import decide
@@ -22,9 +23,9 @@ from .summary import AWAITING_APPROVAL, summarise
 from .terms import REVIEW, AutoApproval, auto_approval, lease_decision
 
 __all__ = [
-    "AWAITING_APPROVAL", "DECISION_VERSION", "ONE_DEVICE_PER_REPLICA", "PLATFORM_DEFAULT_STRATEGY", "REVIEW",
-    "STRATEGY_WORDS", "Answers", "ApprovalLimits", "AutoApproval", "ClusterSpec", "Decision", "DecisionShapeError",
+    "AWAITING_APPROVAL", "DECISION_VERSION", "MIN_RUNTIME_BACKENDS", "ONE_DEVICE_PER_REPLICA",
+    "PLATFORM_DEFAULT_STRATEGY", "REVIEW", "STRATEGY_WORDS", "Answers", "ApprovalLimits", "AutoApproval", "ClusterSpec", "Decision", "DecisionShapeError",
     "DriverNeed", "DriverTerms", "Gang", "Inventory", "Lease", "MultiNode", "PlacementImpossible", "PolicySpec",
-    "PoolSpec", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "lease_decision", "select_route",
-    "summarise",
+    "PoolSpec", "Priority", "Reason", "Reasons", "RuleSpec", "auto_approval", "decide", "driver_need", "duration_words",
+    "lease_decision", "priority_rule", "priority_terms", "priority_words", "select_route", "summarise",
 ]

@@ -2,7 +2,8 @@
 what every reader uses -- rendering, the fit check, metering, quota, budgets, the register, the pages and the API.
 
 Django-free. A decision is stored as JSON (`to_json()`), stamped with `DECISION_VERSION`; `from_json()` reads every
-shape a request may hold: the current one, and the unversioned snapshots written before the type existed (version
+shape a request may hold: the current one, version 1 (before `priority`: read as None, the scheduler's
+defaults inherited), and the unversioned snapshots written before the type existed (version
 0), whose keys arrived one by one (`gpu_product`, `memory_limit_gb`, `multi_node`, `lease`, `dra_extended_resource`,
 `review_reasons`, `auto_approve_limits`, `driver.branch`, `budget`) and which tests and benchmarks also write in
 part. A key missing from a stored decision takes the value its readers assumed when it was absent (listed with each
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-DECISION_VERSION = 1
+DECISION_VERSION = 2  # 2: `priority`
 VERSION_KEY = "version"
 
 
@@ -112,6 +113,33 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class Priority:
+    """Who the work yields GPUs to, decided per workload class by a policy rule (`rule`): its tier
+    (gpu.vocabulary.PRIORITY_TIERS), whether it may be preempted at all, whether it may preempt lower tiers
+    (False: PriorityClass `preemptionPolicy: Never`), the minimum runtime before it may be preempted (None: none
+    asked) and whether the cluster's scheduler enforces it, and the seconds between SIGTERM and SIGKILL it gets to
+    checkpoint (terminationGracePeriodSeconds). A decision without one (None) inherits the scheduler's defaults."""
+
+    tier: str
+    preemptible: bool
+    grace_seconds: int
+    preempts: bool = True
+    min_runtime_minutes: int | None = None
+    min_runtime_enforced: bool = False
+    rule: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Priority:
+        _refuse_unknown(data, {f.name for f in fields(cls)}, "priority")
+        return cls(tier=data["tier"], preemptible=bool(data["preemptible"]), grace_seconds=int(data["grace_seconds"]),
+                   preempts=bool(data.get("preempts", True)), min_runtime_minutes=data.get("min_runtime_minutes"),
+                   min_runtime_enforced=bool(data.get("min_runtime_enforced")), rule=data.get("rule"))
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class ApprovalLimits:
     """The deciding rule's caps on its automatic approval (intake.policy.AUTO_APPROVE_LIMIT_KEYS); None: the rule
     sets no such cap. Stored with only the caps the rule sets."""
@@ -149,6 +177,7 @@ class Decision:
     multi_node: MultiNode | None = None
     driver: DriverTerms | None = None
     lease: Lease | None = None
+    priority: Priority | None = None  # absent before version 2: the scheduler's defaults, inherited
     cluster: str = ""
     node_pool: str = ""
     scheduling_model: str = ""  # absent: the pool's effective scheduling model (the fit check reads it so)
@@ -223,13 +252,14 @@ def _json_of(value):
 _READERS = {f.name: _same for f in fields(Decision)}
 _READERS.update(
     gang=_optional(Gang), multi_node=_optional(MultiNode), driver=_optional(DriverTerms), lease=_optional(Lease),
+    priority=_optional(Priority),
     auto_approve_limits=ApprovalLimits.from_json, guardrails=tuple, review_reasons=tuple,
     reasons=lambda items: tuple(Reason.from_json(r) for r in items),
     budget=lambda value: None if value is None else dict(value),
 )
 _WRITERS = {f.name: _same for f in fields(Decision)}
 _WRITERS.update(
-    gang=_json_of, multi_node=_json_of, driver=_json_of, lease=_json_of, auto_approve_limits=_json_of,
+    gang=_json_of, multi_node=_json_of, driver=_json_of, lease=_json_of, priority=_json_of, auto_approve_limits=_json_of,
     guardrails=list, review_reasons=list, reasons=lambda items: [r.to_json() for r in items],
     budget=lambda value: None if value is None else dict(value),
 )

@@ -11,12 +11,13 @@ from gpu.catalogue import GpuModelSpec
 from gpu.vocabulary import (DRA, KAI, MEMORY_ISOLATION, MIG, MPS, REPLICATED, STRATEGY_ADJECTIVES,
                             STRATEGY_WORDS, TIME_SLICING, TRAINING, WHOLE_GPU)
 
-from ..multinode import multi_node_decision
+from .multinode import multi_node_decision
 from ..words import GANG_BACKEND_WORDS
-from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode
+from .decision import ApprovalLimits, Decision, DriverTerms, Gang, Lease, MultiNode, Priority
 from .inputs import Answers, Inventory, PolicySpec, RuleSpec
 from .placement import (Candidate, Skipped, candidates_or_fallback, dra_extended_resource, equivalents,
                         gang_capable, one_device_fallback, smallest)
+from .priority import priority_decision
 from .reasons import Reasons, capitalise, gb
 from .rules import PLATFORM_DEFAULT_STRATEGY, DriverNeed, driver_need, select_route
 from .summary import summarise
@@ -69,6 +70,7 @@ class Terms:
 
     driver: DriverTerms | None
     lease: Lease | None
+    priority: Priority | None
     approval: AutoApproval
     equivalents_per_replica: Fraction
 
@@ -99,6 +101,7 @@ def decide(answers: Answers, policy: PolicySpec, inventory: Inventory) -> Decisi
         multi_node=multi_node,
         driver=terms.driver,
         lease=terms.lease,
+        priority=terms.priority,
         cluster=placement.cluster.name,
         node_pool=placement.pool.name,
         scheduling_model=scheduling_model,
@@ -324,7 +327,8 @@ def gang_up(answers: Answers, ruling: Ruling, placement: Placement, inventory: I
 
 def grant_terms(answers: Answers, ruling: Ruling, placement: Placement, inventory: Inventory,
                 reasons: Reasons) -> Terms:
-    """Step 6: the driver floor, the sizes left at their defaults, the lease, and whether approval is automatic."""
+    """Step 6: the driver floor, the sizes left at their defaults, the lease, the priority (and preemption), and
+    whether approval is automatic."""
     driver = _driver_terms(ruling.driver, placement, reasons)
     # Size answers the engineer left at their defaults are inherited, and said so.
     for key, words in (("gpus_per_replica", "GPUs per replica"), ("replicas", "Replicas"),
@@ -332,11 +336,13 @@ def grant_terms(answers: Answers, ruling: Ruling, placement: Placement, inventor
         if key in answers.defaulted:
             reasons.add(key, f"{words} = {answers.get(key)}: you did not say, so the questionnaire default applies.")
     lease = lease_decision(answers, ruling.route, ruling.guardrails, reasons)
+    priority = priority_decision(ruling.route, ruling.guardrails, placement.cluster.gang_scheduler, reasons)
     per_replica = equivalents(placement.strategy, placement.chosen, inventory, answers.gpus_per_replica)
     approval = auto_approval(ruling.route, strategy=placement.strategy, fallback_from=placement.fallback_from,
                              gpu_equivalents=per_replica * answers.replicas)
     reasons.add("approval", approval.text, ruling.route if approval.rule_spoke else None)
-    return Terms(driver=driver, lease=lease, approval=approval, equivalents_per_replica=per_replica)
+    return Terms(driver=driver, lease=lease, priority=priority, approval=approval,
+                 equivalents_per_replica=per_replica)
 
 
 def _driver_terms(driver: DriverNeed, placement: Placement, reasons: Reasons) -> DriverTerms | None:

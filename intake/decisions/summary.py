@@ -6,6 +6,7 @@ from portal.text import plural
 
 from ..words import GANG_BACKEND_WORDS
 from .decision import Decision
+from .priority import priority_words
 from .inputs import Answers
 from .reasons import capitalise, gb
 
@@ -55,6 +56,8 @@ def summarise(decision: Decision, answers: Answers | None = None, *, approval: s
         parts.append(f"only on nodes on the driver {decision.driver.branch} branch")
     elif decision.driver:
         parts.append(f"only on nodes with driver {decision.driver.min_major} or newer")
+    if decision.priority:
+        parts.append(priority_words(decision.priority))
     parts.append(f"on {decision.cluster}/{decision.node_pool}")
     if approval is None:
         approval = "approved automatically" if decision.auto_approve else AWAITING_APPROVAL

@@ -9,7 +9,7 @@ from portal.errors import InvalidInput
 from portal.models import Team
 
 from ..answers import AnswersInvalid, normalise_answers
-from ..decision_inputs import decision_inputs_reading
+from ..decision_cache import decision_inputs_reading
 from ..decisions import REVIEW, STRATEGY_WORDS, Answers, Decision, PlacementImpossible, decide, summarise
 from ..hooks import decision_gate_reads, decision_gated, inventory_snapshot, team_quota_state
 from ..models import PolicyVersion

@@ -12,7 +12,7 @@ from portal.errors import Conflict
 
 from .. import events, hooks
 from ..choices import REQUEST_TRANSITIONS, RequestStatus
-from ..leases import lease_start
+from ..lease_rules import lease_start
 from ..models import GpuRequest
 
 

@@ -17,6 +17,7 @@ from kubesim.server.http import now
 
 ObjectKey = tuple[kmock.resource, str | None, str]
 NAMESPACES = kmock.resource("", "v1", "namespaces")
+PODS = kmock.resource("", "v1", "pods")
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,9 @@ class StoreMixin:
             new["metadata"]["generation"] = old["metadata"]["generation"] + 1
         saved = self._save(key, new, old)
         meta = saved["metadata"]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        # A pod deleted with a grace period stays until its kubelet has stopped it (kubesim.preemption).
+        graceful = key[0] == PODS and meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") and not graceful:
             return self._delete(key, saved, "Background")[0]  # the last finalizer is gone
         return saved
 

@@ -81,6 +81,17 @@ def _serves_kind(kube: KubeClient, group: str, version: str, plural: str) -> boo
     return any(entry.get("name") == plural for entry in (listed or {}).get("resources") or [])
 
 
+ADMISSION_GROUP = "admissionregistration.k8s.io"
+
+
+def serves_admission_policies(kube: KubeClient, groups: Mapping[str, list[str]]) -> bool:
+    """Does the API server serve `admissionregistration.k8s.io/v1` ValidatingAdmissionPolicy (GA since 1.30; kubernetes/api
+    v0.35.0 `admissionregistration/v1/types.go`)? The group's v1 also serves webhooks, so the resource is looked for."""
+    if "v1" not in groups.get(ADMISSION_GROUP, []):
+        return False
+    return _serves_kind(kube, ADMISSION_GROUP, "v1", "validatingadmissionpolicies")
+
+
 def installed_gang_schedulers(kube: KubeClient, groups: Mapping[str, list[str]] | None = None) -> list[InstalledGangScheduler]:
     """Gang schedulers whose APIs the cluster serves: their CRD groups, and the native Workload API versions."""
     groups = served_group_versions(kube) if groups is None else groups

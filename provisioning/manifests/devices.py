@@ -11,7 +11,7 @@ its sharing settings only divide the device between the pod's own processes. The
 settings are added only where the cluster declares the driver's `TimeSlicingSettings` gate (dra-driver-nvidia-gpu
 v0.4.1 `api/nvidia.com/resource/v1beta1/validate.go` rejects them at prepare time otherwise); MPS (an uncapped MPS
 server for the pod's processes) only where the cluster declares MPSSupport, and never under Kueue, which takes no
-claim config. A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a
+claim config: on a Kueue cluster every GPU workload goes through Kueue (gang.py), so DRA MPS is refused there. A DRA pod asks for `nvidia.com/gpu` only where the decision chose the DRAExtendedResource path (a
 DeviceClass with `extendedResourceName`, KEP-5004): whole GPUs and MIG, not on Volcano (gangapi); the device plugin
 must not manage the same node either way.
 
@@ -97,9 +97,10 @@ def _check_pool(ctx: RenderContext) -> None:
         )
     if request.strategy == MPS and ctx.cluster.scheduling_model == DRA and kueue_managed(ctx):
         raise RenderError(
-            f"Request {request.name} asks for MPS, but Kueue admits its gang, and Kueue's DRA integration takes no "
-            "claim config (kueue v0.19.2 docs, Dynamic Resource Allocation, Limitations): the claims could not start "
-            "an MPS server and the pods would get plain whole GPUs. Ask for one replica, or for whole GPUs."
+            f"Request {request.name} asks for MPS, but on cluster {ctx.cluster.name} Kueue admits every GPU workload, "
+            "and Kueue's DRA integration takes no claim config (kueue v0.19.2 docs, Dynamic Resource Allocation, "
+            "Limitations): the claims could not start an MPS server and the pods would get plain whole GPUs. Ask "
+            "for whole GPUs, or place the request on a device-plugin MPS pool."
         )
     if request.strategy == MPS and ctx.cluster.scheduling_model != DRA and request.gpus_per_replica != 1:
         raise RenderError(
@@ -259,8 +260,9 @@ def _gpu_config(sharing: dict) -> dict:
 
 
 def kueue_managed(ctx: RenderContext) -> bool:
-    """Kueue admits only workloads carrying its queue-name label, which the renderer puts on Kueue gangs (gang.py)."""
-    return ctx.request.gang is not None and ctx.request.gang.backend == KUEUE
+    """Kueue admits only workloads carrying its queue-name label, which the renderer puts on every GPU workload of a
+    Kueue cluster, gang or not (gang.py, `kueue_wiring`)."""
+    return ctx.cluster.gang_scheduler == KUEUE
 
 
 def wants_time_slicing_config(ctx: RenderContext) -> bool:

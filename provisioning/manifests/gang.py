@@ -27,7 +27,26 @@ it for pods it groups itself: Volcano's PodGroup controller takes `spec.queue` f
 `scheduling.volcano.sh/queue-name` (volcano v1.15.1 `pkg/controllers/podgroup/pg_controller_handler.go`,
 `buildPodGroupFromPod`); KAI's pod-grouper from the `kai.scheduler/queue` label of the top owner, else the pod
 (KAI v0.17.0 `pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go`, `CalcPodGroupQueue`).
-Kueue and the native Workload API work with the default scheduler, so nothing changes there.
+The native Workload API works with the default scheduler, so nothing changes there.
+
+On a Kueue cluster every GPU workload goes through the team's LocalQueue, gang or not (`kueue_wiring`): Kueue's
+quota describes what is free only if every GPU pod is admitted through it (issue 23, item 7). Read at
+kubernetes-sigs/kueue v0.19.2:
+- Job (one-replica training): the batch/job integration, the queue-name label on the Job and `suspend: true`, as
+  for a gang (`pkg/controller/jobs/job/job_webhook.go`).
+- Deployment (inference, development): the `deployment` integration (`pkg/controller/jobs/deployment/
+  deployment_webhook.go` Default): the queue-name label goes on the Deployment's metadata; Kueue's webhook copies
+  it to the pod template with `kueue.x-k8s.io/managed` and the `suspended-by-parent` annotation, and the `pod`
+  integration then admits each pod as a Workload of its own (`site/content/en/docs/tasks/run/deployment.md`: every
+  pod of a Deployment is an independent plain pod; on scale-out new pods wait, gated, for quota).
+- Pod templates carry the queue-name label too (what Kueue's Deployment webhook writes anyway, so server-side
+  apply and Kueue agree on the field). On a Job's (or JobSet's) pods it does not make Kueue manage them a second
+  time: the pod webhook leaves a pod alone when an owner up its chain is a Kueue-managed job
+  (`pkg/controller/jobs/pod/pod_webhook.go` Default, `pkg/controller/jobframework/reconciler.go`
+  FindAncestorJobManagedByKueue).
+Kueue must run the `batch/job`, `pod` and `deployment` integrations (`integrations.frameworks` in its
+Configuration, `apis/config/v1beta2/configuration_types.go`; all three are in the default
+`config/components/manager/controller_manager_config.yaml`, plus `jobset.x-k8s.io/jobset` where JobSet runs).
 """
 
 from __future__ import annotations
@@ -41,6 +60,7 @@ from .context import RenderContext
 from .devices import GpuPlacement
 from .errors import RenderError
 from .names import child_name, team_queue_name
+from .priority import kai_pod_group_fields, native_pod_group_fields, volcano_pod_group_fields
 from .sizing import host_resources
 
 BACKENDS = GANG_SCHEDULERS
@@ -99,9 +119,11 @@ def gang_wiring(
 
 
 def scheduler_wiring(ctx: RenderContext) -> GangWiring | None:
-    """Marks for a pod without a gang on a cluster whose GPU nodes a gang scheduler owns (module doc); None when
-    the default scheduler places it."""
+    """Marks for a pod without a gang on a cluster whose GPU nodes a gang scheduler owns, or whose GPUs Kueue's
+    quota admits (module doc); None when the default scheduler places it unqueued."""
     backend = ctx.cluster.gang_scheduler
+    if backend == KUEUE:
+        return kueue_wiring(ctx, suspend=ctx.request.workload_class == TRAINING)
     if backend not in SCHEDULER_NAMES or not ctx.cluster.gang_scheduler_owns_gpu_nodes:
         return None
     queue = team_queue_name(ctx.request.team)
@@ -149,10 +171,12 @@ def build_volcano_pod_group(ctx: RenderContext, name: str, placement: GpuPlaceme
     if topology := gang_topology(ctx):
         # HyperNode tiers (volcano v1.15.1 PodGroup CRD networkTopology): hard = never cross that tier.
         spec["networkTopology"] = {"mode": "hard", "highestTierName": topology[1]}
+    priority_spec, priority_annotations = volcano_pod_group_fields(ctx)
+    spec.update(priority_spec)
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
-        "metadata": ctx.metadata(name),
+        "metadata": ctx.metadata(name, annotations=priority_annotations or None),
         "spec": spec,
     }
 
@@ -173,6 +197,7 @@ def build_kai_pod_group(ctx: RenderContext, name: str) -> dict:
     if topology := gang_topology(ctx):
         # KAI v0.17 PodGroup CRD topologyConstraint: a level (node label) of a kai.scheduler/v1alpha1 Topology.
         spec["topologyConstraint"] = {"topology": topology[1], "requiredTopologyLevel": topology[0]}
+    spec.update(kai_pod_group_fields(ctx))
     return {
         "apiVersion": "scheduling.run.ai/v2alpha2",
         "kind": "PodGroup",
@@ -196,16 +221,21 @@ def _kai(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiri
 # --- Kueue -----------------------------------------------------------------------------------------------------
 
 
+def kueue_wiring(ctx: RenderContext, *, suspend: bool) -> GangWiring:
+    """The team's LocalQueue on the workload and its pods (module doc); a Job is also created suspended (Kueue
+    unsuspends it on admission). A Deployment has no `suspend`: Kueue gates its pods instead."""
+    queue = {KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)}
+    return GangWiring(job_labels=dict(queue), job_spec={"suspend": True} if suspend else {}, pod_labels=dict(queue))
+
+
 def _kueue(ctx: RenderContext, job_name: str, placement: GpuPlacement) -> GangWiring:
     # No partial admission (`kueue.x-k8s.io/job-min-parallelism`): on an Indexed Job it lowers parallelism but
     # keeps completions, so the missing ranks would run later, one after another: never a gang. Kueue admits
     # all replicas at once, which also satisfies a gang minimum below the replica count.
     topology = gang_topology(ctx)
-    return GangWiring(
-        job_labels={KUEUE_QUEUE_LABEL: team_queue_name(ctx.request.team)},
-        job_spec={"suspend": True},
-        pod_annotations={KUEUE_REQUIRED_TOPOLOGY: topology[0]} if topology else {},
-    )
+    wiring = kueue_wiring(ctx, suspend=True)
+    wiring.pod_annotations = {KUEUE_REQUIRED_TOPOLOGY: topology[0]} if topology else {}
+    return wiring
 
 
 # --- native Workload API ---------------------------------------------------------------------------------------
@@ -243,7 +273,7 @@ def build_workload(ctx: RenderContext, name: str, job_name: str, api_version: st
         "spec": {
             "controllerRef": _controller_ref(job_name, owner_kind),
             "podGroupTemplates": [{"name": POD_GROUP_TEMPLATE, "schedulingPolicy": _gang_policy(ctx),
-                                   **_native_constraints(ctx)}],
+                                   **_native_constraints(ctx), **native_pod_group_fields(ctx)}],
         },
     }
 
@@ -264,7 +294,8 @@ def build_native_pod_group(ctx: RenderContext, name: str, workload_name: str) ->
         "apiVersion": api_version,
         "kind": "PodGroup",
         "metadata": ctx.metadata(name),
-        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx), **_native_constraints(ctx)},
+        "spec": {**reference, "schedulingPolicy": _gang_policy(ctx), **_native_constraints(ctx),
+                 **native_pod_group_fields(ctx)},
     }
 
 

@@ -16,7 +16,7 @@ from .names import label_value
 from .spec import ClusterProfile, RequestSpec
 
 __all__ = ["MANAGED_BY", "MANAGED_BY_KEY", "NAME_KEY", "domain_key", "mark_owned", "owner_annotation_key",
-           "pod_annotations", "request_labels", "selector_for_request", "selector_string", "team_labels"]
+           "platform_labels", "pod_annotations", "request_labels", "selector_for_request", "selector_string", "team_labels"]
 
 
 def request_labels(request: RequestSpec, cluster: ClusterProfile) -> dict[str, str]:
@@ -45,6 +45,11 @@ def team_labels(team_slug: str, cluster: ClusterProfile, cost_center: str = "") 
     if cost_center:
         labels[domain_key(d, COST_CENTER)] = label_value(cost_center)
     return labels
+
+
+def platform_labels(cluster: ClusterProfile, name: str) -> dict[str, str]:
+    """Labels of cluster-scoped objects the portal renders for every team (PriorityClasses): no team, no request."""
+    return {MANAGED_BY_KEY: MANAGED_BY, NAME_KEY: name, domain_key(cluster.label_domain, CLUSTER): label_value(cluster.name)}
 
 
 def pod_annotations(request: RequestSpec, cluster: ClusterProfile) -> dict[str, str]:

@@ -11,7 +11,7 @@ it, so a domain of its own is also the tenant boundary of IMEX.
 When: the pool's GPU model has multi-node NVLink and the pool is on a fabric (its clique), and either the request is
 a multi-pod gang (its ranks span nodes of one NVLink domain) or it asks for tenant-exclusive fabric isolation. The
 pods are then kept inside one `nvidia.com/gpu.clique` (affinity.py). The decision's `compute_domain` reason
-(intake/multinode.py) uses the same rule.
+(intake/decisions/multinode.py) uses the same rule.
 """
 
 from __future__ import annotations

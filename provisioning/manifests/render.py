@@ -1,14 +1,17 @@
 """Entry points: render one request, one team, or both in apply order.
 
-Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, claims and gang objects, Services,
-PodDisruptionBudget, workload.
+Apply order: Namespace, ResourceQuota, NetworkPolicies, queue, priority classes (manifests/priority.py), claims and
+gang objects, Services, PodDisruptionBudget, workload.
 Everything is a plain dict; nothing here does I/O.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpu.vocabulary import DEVELOPMENT, INFERENCE, TRAINING
 
+from .admission_policy import approved_pods
 from .context import RenderContext, make_context
 from .devices import GpuPlacement, gpu_placement
 from .errors import RenderError
@@ -17,6 +20,7 @@ from .labels import mark_owned
 from .restart import build_jobset, child_job_name, whole_gang_fails
 from .names import child_name, service_name
 from .nvlink import add_imex_channel
+from .priority import priority_objects
 from .spec import ClusterProfile, RequestSpec, TeamSpec
 from .team import render_team
 from .workloads import (
@@ -67,12 +71,13 @@ def _render_inference(ctx: RenderContext, placement: GpuPlacement) -> list[dict]
         ports=[{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         readiness=build_inference_readiness_probe(),
     )
-    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=scheduler_wiring(ctx))
+    wiring = scheduler_wiring(ctx)
+    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=wiring)
     return [
         *placement.objects,
         build_service(ctx, service_name(ctx.base)),
         build_pod_disruption_budget(ctx, child_name(ctx.base, "pdb")),
-        build_deployment(ctx, ctx.base, template, replicas=ctx.request.replicas, rolling=True),
+        build_deployment(ctx, ctx.base, template, replicas=ctx.request.replicas, rolling=True, gang=wiring),
     ]
 
 
@@ -84,9 +89,10 @@ def _render_development(ctx: RenderContext, placement: GpuPlacement) -> list[dic
             "Ask for one replica, or use the inference or training class."
         )
     container = build_container(ctx, placement)
-    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=scheduler_wiring(ctx))
+    wiring = scheduler_wiring(ctx)
+    template = build_pod_template(ctx, placement, container, restart_policy="Always", gang=wiring)
     # Recreate: the old pod must release its GPU before the new one can get it.
-    return [*placement.objects, build_deployment(ctx, ctx.base, template, replicas=1, rolling=False)]
+    return [*placement.objects, build_deployment(ctx, ctx.base, template, replicas=1, rolling=False, gang=wiring)]
 
 
 _RENDERERS = {
@@ -106,8 +112,19 @@ def render(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
     return [mark_owned(o, objects[-1], ctx.domain) if o["kind"] == "ComputeDomain" else o for o in objects]
 
 
+def render_priority(request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
+    """The cluster-scoped priority classes the request's objects name (none without a decided priority): shared
+    by every request of the tier, so they carry no request label and outlive each request."""
+    return priority_objects(make_context(request, cluster))
+
+
 def render_all(team: TeamSpec, request: RequestSpec, cluster: ClusterProfile) -> list[dict]:
-    """Team objects, then the request's objects: everything a fresh cluster needs, in apply order."""
+    """Team objects, the priority classes, then the request's objects: everything a fresh cluster needs, in apply
+    order."""
     if team.slug != request.team:
         raise RenderError(f"Request {request.request_id} belongs to team {request.team!r}, not {team.slug!r}.")
-    return render_team(team, cluster) + render(request, cluster)
+    objects = render(request, cluster)
+    # The team's admission policy (clusters without Kueue) admits this request's pods too, before they exist.
+    approved = (*(a for a in team.approved if a.request_id != request.request_id),
+                approved_pods(request.request_id, objects))
+    return render_team(replace(team, approved=approved), cluster) + render_priority(request, cluster) + objects

@@ -8,6 +8,18 @@ from ..contract import DEFAULT_LABEL_DOMAIN
 
 
 @dataclass(frozen=True)
+class ApprovedPods:
+    """What one approved request's pods may be: who owns them and what GPUs each holds (manifests/admission_policy.py,
+    the team's ValidatingAdmissionPolicy on clusters without Kueue)."""
+
+    request_id: int
+    owner_kind: str  # "Job" | "ReplicaSet"
+    owner_name: str  # the Job's name, or the Deployment's (its ReplicaSets are "<name>-<hash>")
+    limits: tuple[tuple[str, int], ...] = ()  # per pod: NVIDIA extended resource -> amount
+    claim_templates: tuple[str, ...] = ()  # ResourceClaimTemplates the pods' claims come from
+
+
+@dataclass(frozen=True)
 class TeamSpec:
     slug: str
     cost_center: str = ""
@@ -17,12 +29,26 @@ class TeamSpec:
     # DRA devices the team may hold, by DeviceClass (e.g. {"gpu.nvidia.com": 8, "mig.nvidia.com": 14}): the
     # ResourceQuota counts claims' devices per class, whatever sharing strategy asked for them.
     dra_devices: dict[str, int] = field(default_factory=dict)
+    # The team's other approved requests on the cluster whose pods run now (render_all adds the one it renders).
+    approved: tuple[ApprovedPods, ...] = ()
 
 
 @dataclass(frozen=True)
 class GangSpec:
     min_members: int
     backend: str  # volcano | kai | kueue | native
+
+
+@dataclass(frozen=True)
+class PrioritySpec:
+    """The decision's priority (intake.decisions.Priority), with the value of its tier's PriorityClass."""
+
+    tier: str  # gpu.vocabulary.PRIORITY_TIERS
+    value: int
+    preemptible: bool
+    grace_seconds: int
+    preempts: bool = True
+    min_runtime_minutes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +77,7 @@ class RequestSpec:
     driver_branch: int | None = None  # the release branch a rule keeps the class on: the driver major must equal it
     # DRA: the extended resource the decision requests the devices by (DRAExtendedResource), None for a claim.
     dra_extended_resource: str | None = None
+    priority: PrioritySpec | None = None  # None: the scheduler's defaults, inherited (nothing rendered)
 
 
 @dataclass(frozen=True)
@@ -110,3 +137,6 @@ class ClusterProfile:
     jobset: bool = False  # the JobSet controller (jobset.x-k8s.io/v1alpha2) is installed
     gang_topology_key: str = ""  # node label a gang is packed into (e.g. nvidia.com/gpu.clique, a rack label)
     gang_topology_name: str = ""  # KAI Topology object / Volcano HyperNode tier that defines the domains
+    # The cluster serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (GA since 1.30) and the portal's
+    # objects reach it: then, without Kueue, each team namespace gets one (manifests/admission_policy.py).
+    admission_policies: bool = False

@@ -1,4 +1,5 @@
-"""Per-team objects: the namespace, its GPU ResourceQuota, its NetworkPolicies and the gang backend's queue.
+"""Per-team objects: the namespace, its GPU ResourceQuota, its NetworkPolicies, the gang backend's queue and, on
+clusters without Kueue, the ValidatingAdmissionPolicy of its GPU pods (manifests/admission_policy.py).
 
 NetworkPolicies (manifests/network.py): default-deny ingress but for the team's own pods and the cluster's
 metrics scraper, and the cluster's ingress controller to inference pods when it declares one.
@@ -24,6 +25,7 @@ from __future__ import annotations
 from gpu import gangapi
 from gpu.vocabulary import KAI, KUEUE, VOLCANO
 
+from .admission_policy import admission_policy_objects
 from .devices import GPU
 from .errors import RenderError
 from .labels import team_labels
@@ -146,6 +148,8 @@ def render_team(team: TeamSpec, cluster: ClusterProfile) -> list[dict]:
     if quota:
         objects.append(quota)
     objects += build_network_policies(team, cluster, team_namespace(team.slug))
+    # Without Kueue: the ValidatingAdmissionPolicy refusing GPU pods the portal did not approve, and its binding.
+    objects += admission_policy_objects(team.slug, cluster, list(team.approved))
     queue_builder = QUEUE_BUILDERS.get(cluster.gang_scheduler)
     if queue_builder:
         objects.append(queue_builder(team, cluster))

@@ -14,6 +14,7 @@ from .context import RenderContext
 from .devices import GpuPlacement, wants_mps_config
 from .gang import GangWiring
 from .labels import selector_for_request
+from .priority import owner_labels, pod_priority
 from .sizing import host_resources
 
 CONTAINER_NAME = "main"
@@ -139,6 +140,10 @@ def build_pod_template(
         labels.update(gang.pod_labels)
         annotations.update(gang.pod_annotations)
         spec.update(gang.pod_spec)
+    priority_labels, priority_annotations, priority_spec = pod_priority(ctx)
+    labels.update(priority_labels)
+    annotations.update(priority_annotations)
+    spec.update(priority_spec)
     return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
 
 
@@ -173,6 +178,7 @@ def build_job(ctx: RenderContext, name: str, template: dict, gang: GangWiring | 
         "podReplacementPolicy": "Failed",
         "template": template,
     }
+    metadata["labels"].update(owner_labels(ctx))
     if gang:
         metadata["labels"].update(gang.job_labels)
         if gang.job_annotations:
@@ -209,16 +215,23 @@ def build_pod_disruption_budget(ctx: RenderContext, name: str) -> dict:
     }
 
 
-def build_deployment(ctx: RenderContext, name: str, template: dict, *, replicas: int, rolling: bool) -> dict:
+def build_deployment(
+    ctx: RenderContext, name: str, template: dict, *, replicas: int, rolling: bool, gang: GangWiring | None = None
+) -> dict:
+    """`gang`: only its workload labels apply (a Kueue queue, a KAI queue); a Deployment has no suspend."""
+    metadata = ctx.metadata(name)
+    if gang:
+        metadata["labels"].update(gang.job_labels)
     if rolling:
         # maxSurge 0: a rollout never needs a spare GPU the team's quota may not have.
         strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     else:
         strategy = {"type": "Recreate"}
+    metadata["labels"].update(owner_labels(ctx))
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": ctx.metadata(name),
+        "metadata": metadata,
         "spec": {
             "replicas": replicas,
             "revisionHistoryLimit": 3,

@@ -88,6 +88,11 @@ class Cluster(models.Model):
         default=list, blank=True, help_text='installed gang schedulers: [{"backend", "api_group", "versions"}]'
     )
     dra_in_use = models.BooleanField(null=True, blank=True, help_text="GPU ResourceSlices seen; null: never synced")
+    serves_admission_policies = models.BooleanField(
+        null=True, blank=True,
+        help_text="the API server serves admissionregistration.k8s.io/v1 validatingadmissionpolicies: without Kueue, "
+                  "each team namespace gets one (docs/admission-check.md); null: never synced",
+    )
     dra_device_classes = models.JSONField(
         default=list, blank=True, help_text='DRA DeviceClasses seen: [{"name", "extended_resource_name", "selectors"}]'
     )

@@ -9,9 +9,10 @@ from django.db import models
 from django.db.models import F, Q
 
 from intake.choices import WorkloadClass
+from portal.choices import NoticeChannel, NoticeStatus
 from portal.jobs import BackgroundJob
 
-from ..choices import NotificationChannel, NotificationKind, NotificationStatus, ReconcileStatus, StallEnd
+from ..choices import NotificationKind, ReconcileStatus, StallEnd
 from .clusters import Cluster
 
 
@@ -125,10 +126,10 @@ class GangNotification(BackgroundJob):
 
     stall = models.ForeignKey(GangStall, on_delete=models.CASCADE, related_name="notifications")
     kind = models.CharField(max_length=10, choices=NotificationKind.choices)
-    channel = models.CharField(max_length=10, choices=NotificationChannel.choices)
+    channel = models.CharField(max_length=10, choices=NoticeChannel.choices)
     target = models.TextField(help_text="e-mail addresses (comma-separated) or the webhook URL")
     payload = models.JSONField(help_text="what is sent: subject and body, or the webhook's JSON")
-    status = models.CharField(max_length=10, choices=NotificationStatus.choices, default=NotificationStatus.QUEUED)
+    status = models.CharField(max_length=10, choices=NoticeStatus.choices, default=NoticeStatus.QUEUED)
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta(BackgroundJob.Meta):

@@ -6,6 +6,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED
 from portal.models import slug_validator
 
@@ -82,8 +83,6 @@ class NodePool(models.Model):
             if not self.mig_layout:
                 errors["mig_layout"] = "A MIG pool names its layout (the nvidia.com/mig.config value)."
             elif self.gpu_model_id:
-                from gpu.catalogue import load_catalogue
-
                 catalogue = load_catalogue()
                 if self.gpu_model.key in catalogue.models and not catalogue.layout_profiles(
                     self.mig_layout, self.gpu_model.key
@@ -110,7 +109,7 @@ class InventoryGeneration(models.Model):
     """One row whose `generation` changes, in the same transaction, with every write to the tables the decision's
     inventory is read from (clusters, node pools, GPU models): database triggers bump it (migration
     0009_inventory_generation), so the admin, syncs and raw SQL are all covered. Readers key per-process caches of
-    the inventory on it (intake.decision_inputs). Values come from a sequence, so a rolled-back bump is never
+    the inventory on it (intake.decision_cache). Values come from a sequence, so a rolled-back bump is never
     reused for other contents."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)

@@ -1,4 +1,4 @@
-"""Why a request waits (computed by provisioning.waits from the cluster's scheduler objects; read by the request
+"""Why a request waits (computed by provisioning.wait_refresh from the cluster's scheduler objects; read by the request
 page and API), and the Kueue Workloads whose admission check the portal decides (provisioning/admission.py)."""
 from __future__ import annotations
 

@@ -30,9 +30,11 @@ from intake.services import TransitionChange, request_transition_many
 from ..choices import JobKind
 from ..models import Cluster, GangPolicy, GangStall, ProvisioningJob
 from .facts import PodFact, facts_by_request
+from .preemptions import PREEMPTED, preemptions_notify
 from .rules import RECONCILED_STATUSES, Assessment, RequestContext, Thresholds, assess
 from .stalls import _close_orphan_stalls, _segment_changed, stalls_write
 from .store import PodStore
+from .words import preemptors_by_node
 
 logger = logging.getLogger(__name__)
 
@@ -145,12 +147,13 @@ def status_reconcile_facts(*, cluster: Cluster, facts: Mapping[int, Sequence[Pod
     outcome = CycleOutcome(pods=sum(counts.values()))
     release_after = {workload_class: t.release_after for workload_class, t in thresholds.items()}
     reconciled = 0
+    preemptors: dict = {}
     # A chunk's writes go to the database while the next chunk is assessed (`ChunkWriter`).
     with ChunkWriter(pipelined=not transaction.get_connection().in_atomic_block) as writer:
         for requests in _active_chunks(cluster, request_ids):
             outcome.requests += len(requests)
             reconciled += sum(counts.get(r.pk, 0) for r in requests)
-            assessments = _assess_chunk(requests, facts, stalls, thresholds, now)
+            assessments = _assess_chunk(requests, facts, stalls, thresholds, now, preemptors)
             chunk_stalls = {r.pk: stalls.pop(r.pk, None) for r in requests}
             writer.submit(functools.partial(_chunk_write, requests, assessments, chunk_stalls, release_after,
                                             cluster=cluster, now=now))
@@ -167,9 +170,13 @@ def status_reconcile_facts(*, cluster: Cluster, facts: Mapping[int, Sequence[Pod
 
 
 def _assess_chunk(requests: list[GpuRequest], facts: Mapping[int, Sequence[PodFact]], stalls: dict[int, GangStall],
-                  thresholds: dict[str, Thresholds], now: datetime) -> dict[int, Assessment]:
-    return {gpu_request.pk: assess(facts.get(gpu_request.pk, ()), _context(gpu_request, stalls.get(gpu_request.pk)),
-                                   thresholds[gpu_request.workload_class], now) for gpu_request in requests}
+                  thresholds: dict[str, Thresholds], now: datetime, preemptors: dict) -> dict[int, Assessment]:
+    pods = {gpu_request.pk: facts.get(gpu_request.pk, ()) for gpu_request in requests}
+    if not preemptors and any(p.preempted for chunk in pods.values() for p in chunk):
+        # Who the scheduler preempted for: read from every pod of the cluster, once a cycle and only when needed.
+        preemptors.update(preemptors_by_node(p for request_id in facts for p in facts[request_id]))
+    return {gpu_request.pk: assess(pods[gpu_request.pk], _context(gpu_request, stalls.get(gpu_request.pk)),
+                                   thresholds[gpu_request.workload_class], now, preemptors) for gpu_request in requests}
 
 
 def _chunk_write(requests: list[GpuRequest], assessments: dict[int, Assessment], stalls: dict[int, GangStall | None],
@@ -180,6 +187,9 @@ def _chunk_write(requests: list[GpuRequest], assessments: dict[int, Assessment],
         items=((e.request_id, e.key, e.reason, e.text) for a in assessments.values() for e in a.events)
     )
     _pods_missing_update(requests, assessments)
+    preempted = [(r, e) for r in requests for e in assessments[r.pk].events if e.reason == PREEMPTED]
+    if preempted:
+        preemptions_notify(preempted, cluster=cluster.name)
 
     writes = [(r, assessments[r.pk], stalls.get(r.pk)) for r in requests]
     writes = [(r, a, stall) for r, a, stall in writes if _needs_write(a, stall)]

@@ -24,6 +24,10 @@ CRASH_LOOP = "CrashLoopBackOff"
 # Set by the Job controller on each pod of an Indexed Job (annotation; also a label since Kubernetes 1.28).
 JOB_INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 
+# The DisruptionTarget reason kube-scheduler gives a pod it preempts (k8s.io/api v0.35 core/v1 types.go
+# PodReasonPreemptionByScheduler; set in pkg/scheduler/framework/preemption/preemption.go prepareCandidate).
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
 PENDING, RUNNING, SUCCEEDED, FAILED, UNKNOWN = "Pending", "Running", "Succeeded", "Failed", "Unknown"
 TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
 
@@ -91,6 +95,15 @@ class PodFact:
     gpu_equivalents: Decimal  # per pod, from the renderer's annotation
     completion_index: int | None
     containers: tuple[ContainerFact, ...]
+    priority: int | None = None  # spec.priority, as the Priority admission plugin resolved it from the class
+    priority_class: str = ""
+    nominated_node: str = ""  # status.nominatedNodeName: the node the scheduler preempted pods on for this one
+    grace_seconds: int | None = None  # spec.terminationGracePeriodSeconds (the API's default is 30)
+    deleting_at: datetime | None = None  # metadata.deletionTimestamp: when its grace period is over
+
+    @property
+    def preempted(self) -> bool:
+        return self.disrupted and self.disruption_reason == PREEMPTION_BY_SCHEDULER
 
     @property
     def evicted(self) -> bool:
@@ -207,6 +220,12 @@ def pod_fact(pod: Mapping[str, Any], *, request_id: int, label_domain: str) -> P
         gpu_equivalents=_decimal(contract.pod_annotation(pod, contract.GPU_EQUIVALENTS, label_domain)),
         completion_index=int(index) if isinstance(index, str) and index.isdigit() else None,
         containers=containers,
+        priority=spec.get("priority") if isinstance(spec.get("priority"), int) else None,
+        priority_class=spec.get("priorityClassName") or "",
+        nominated_node=status.get("nominatedNodeName") or "",
+        grace_seconds=spec.get("terminationGracePeriodSeconds")
+        if isinstance(spec.get("terminationGracePeriodSeconds"), int) else None,
+        deleting_at=parse_time(meta.get("deletionTimestamp")),
     )
 
 

@@ -16,12 +16,13 @@ from django.utils import timezone
 from intake import events
 from intake.choices import EventKind
 from intake.models import GpuRequest
+from portal.choices import NoticeChannel, NoticeStatus
 from portal.dispatch import send_now
 from portal.jobs import delivery_attempt
 from portal.models import Team
 from portal.webhooks import WebhookFailed, webhook_post, webhook_request
 
-from ..choices import NotificationChannel, NotificationKind, NotificationStatus
+from ..choices import NotificationKind
 from ..models import GangNotification, GangStall
 from .rules import decimal_words, duration_words, equivalents_words
 
@@ -73,6 +74,8 @@ class StallNotice:
     release_after: timedelta | None = None
 
 
+NOTIFY_MAX_ATTEMPTS = 6  # of `provisioning.gang_notification_deliver`
+
 NOBODY_TO_NOTIFY = ("Nobody could be notified: the team has no notification e-mail or webhook and "
                     "PLATFORM_NOTIFICATION_EMAIL is empty.")
 
@@ -97,10 +100,10 @@ def _planned(notice: StallNotice, *, now: datetime) -> list[tuple[str, str, dict
                              if release_after else "The policy for this workload class never releases a stalled gang.",
         })  # fmt: skip
         subject = f"[GPU portal] {team.slug}/{gpu_request.name} (request #{gpu_request.pk}): gang {title}"
-        planned.append((NotificationChannel.EMAIL, ", ".join(recipients),
+        planned.append((NoticeChannel.EMAIL, ", ".join(recipients),
                         {"subject": subject, "body": body, "to": recipients}))
     if team.webhook_url:
-        planned.append((NotificationChannel.WEBHOOK, team.webhook_url, payload))
+        planned.append((NoticeChannel.WEBHOOK, team.webhook_url, payload))
     return planned
 
 
@@ -130,11 +133,9 @@ def gang_notify_many(*, notices: list[StallNotice], now: datetime) -> list[int]:
     if nobody:
         events.events_note_many(rows=nobody)
     if created:
-        from .. import tasks
-
         def dispatch() -> None:
             for pk in created:
-                gang_notification_dispatch(pk, tasks.gang_notification_deliver)
+                gang_notification_dispatch(pk)
 
         transaction.on_commit(dispatch)
     return created
@@ -147,9 +148,9 @@ def gang_notify(*, stall: GangStall, gpu_request: GpuRequest, kind: str, text: s
     return gang_notify_many(notices=[StallNotice(stall, gpu_request, kind, text, release_after)], now=now)
 
 
-def gang_notification_dispatch(notification_id: int, task) -> bool:
+def gang_notification_dispatch(notification_id: int) -> bool:
     # A broker outage leaves the row queued; the sweep sends it later.
-    return send_now(task, notification_id, what=f"notification {notification_id}")
+    return send_now("provisioning.gang_notification_deliver", notification_id, what=f"notification {notification_id}")
 
 
 def _send_email(notification: GangNotification) -> None:
@@ -180,7 +181,7 @@ def gang_notification_deliver(*, notification_id: int) -> str:
     redelivered task finds it sent. A transient failure is recorded, then raised for the task to retry."""
     with transaction.atomic():
         notification = GangNotification.objects.select_for_update(no_key=True).get(pk=notification_id)
-        if notification.status in (NotificationStatus.SENT, NotificationStatus.FAILED):
+        if notification.status in (NoticeStatus.SENT, NoticeStatus.FAILED):
             return "skipped"
         outcome, failure = delivery_attempt(notification, _send, permanent=PermanentDeliveryError,
                                             transient=TransientDeliveryError)
@@ -190,12 +191,12 @@ def gang_notification_deliver(*, notification_id: int) -> str:
 
 
 def _send(notification: GangNotification) -> None:
-    if notification.channel == NotificationChannel.EMAIL:
+    if notification.channel == NoticeChannel.EMAIL:
         _send_email(notification)
     else:
         _post_webhook(notification)
 
 
 def gang_notification_fail(*, notification_id: int, message: str) -> None:
-    GangNotification.objects.filter(pk=notification_id).exclude(status=NotificationStatus.SENT).update(
-        status=NotificationStatus.FAILED, message=message, updated_at=timezone.now())
+    GangNotification.objects.filter(pk=notification_id).exclude(status=NoticeStatus.SENT).update(
+        status=NoticeStatus.FAILED, message=message, updated_at=timezone.now())

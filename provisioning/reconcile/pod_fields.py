@@ -27,6 +27,9 @@ class _Spec(TypedDict, total=False):
     schedulingGates: list[_Named] | None
     containers: list[_Container] | None
     initContainers: list[_Container] | None
+    priority: Any
+    priorityClassName: Any
+    terminationGracePeriodSeconds: Any
 
 
 class _Metadata(TypedDict, total=False):
@@ -90,6 +93,7 @@ class _Status(TypedDict, total=False):
     reason: Any
     message: Any
     startTime: Any
+    nominatedNodeName: Any
     conditions: list[_Condition] | None
     containerStatuses: list[_ContainerStatus] | None
     initContainerStatuses: list[_ContainerStatus] | None

@@ -32,7 +32,7 @@ The rules, in the order they are applied (the first that holds decides):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -43,7 +43,7 @@ from gpu.vocabulary import RUNNING as STATUS_RUNNING
 
 from ..manifests.workloads import TRAINING_BACKOFF_LIMIT
 from .facts import FAILED, IMAGE_PULL_HOPELESS, IMAGE_PULL_RETRYING, PENDING, RUNNING, SUCCEEDED, PodFact
-from .words import PlainEvent, pod_events, termination_words, waiting_for_node_words
+from .words import PlainEvent, Preemptor, pod_events, termination_words, waiting_for_node_words
 
 # The request statuses these rules deal in; the pods' phases (Running, Failed) are facts.RUNNING and facts.FAILED.
 RECONCILED_STATUSES = frozenset({PROVISIONING, STATUS_RUNNING, STALLED})
@@ -222,9 +222,12 @@ def _gang_stalled_words(gang: GangState, now: datetime, stall_after: timedelta, 
     )
 
 
-def assess(pods: Sequence[PodFact], ctx: RequestContext, thresholds: Thresholds, now: datetime) -> Assessment:
-    """The status a request should have given its pods (see the module docstring for the rules)."""
-    events = tuple(event for pod in pods for event in pod_events(pod))
+def assess(pods: Sequence[PodFact], ctx: RequestContext, thresholds: Thresholds, now: datetime,
+           preemptors: Mapping[str, Preemptor] | None = None) -> Assessment:
+    """The status a request should have given its pods (see the module docstring for the rules); `preemptors`
+    (`words.preemptors_by_node`) names who a preempted pod made room for."""
+    preemptors = preemptors or {}
+    events = tuple(event for pod in pods for event in pod_events(pod, preemptors.get(pod.node)))
     members = ctx.gang_min_members or 0
     gang = gang_state(pods, members) if members else None
 

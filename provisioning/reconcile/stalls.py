@@ -13,6 +13,7 @@ from intake.models import GpuRequest
 
 from ..choices import JobKind, NotificationKind, StallEnd
 from ..models import Cluster, GangStall
+from ..services import allocation_enqueue
 from .notifications import StallNotice, gang_notify_many
 from .rules import RECONCILED_STATUSES, Assessment, GangState, decimal_words, duration_words
 
@@ -50,8 +51,6 @@ def stalls_write(items: list[tuple[GpuRequest, Assessment, GangStall | None]], *
     _stalls_close(closing, now=now)
     for gpu_request, assessment, _ in items:
         if assessment.teardown:
-            from ..services import allocation_enqueue
-
             allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
     return len(opening), len(closing)
 

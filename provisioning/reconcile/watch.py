@@ -17,6 +17,8 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
+from gpu.vocabulary import KUEUE
+
 from portal.dispatch import send_now
 
 from ..choices import ReconcileStatus
@@ -27,6 +29,7 @@ from ..kube.reads import is_expired, pod_pages, watch_pods
 from ..contract import MANAGED_BY, MANAGED_BY_KEY
 from ..models import Cluster, ClusterReconcileState
 from .cycle import CycleOutcome, status_reconcile_facts
+from .preemptions import kueue_preemptions_record
 from .pod_fields import PodFields
 from .store import PodStore
 
@@ -170,6 +173,11 @@ def _run(cluster: Cluster, kube: KubeClient, watch_seconds: int, clock: Callable
     cycle = status_reconcile_facts(cluster=cluster, facts=store, now=clock())
     cycle_ms = int((time.perf_counter() - started) * 1000)
     _add(outcome, cycle)
+    if cluster.gang_scheduler == KUEUE:
+        try:
+            outcome.events += kueue_preemptions_record(cluster=cluster, kube=kube, selector=POD_SELECTOR)
+        except KubeError as exc:  # the pods' reconciliation stands; Kueue's evictions are read next run
+            outcome.message = f"could not read Kueue's Workloads: {exc}"
     outcome.requests = cycle.requests
 
     if watch_seconds > 0:
@@ -242,10 +250,8 @@ def _follow(cluster: Cluster, kube: KubeClient, store: PodStore, seconds: int, c
 
 def status_reconcile_all() -> list[int]:
     """Beat: one reconciliation task per enabled cluster. Returns the cluster ids dispatched."""
-    from .. import tasks
-
     ids = list(Cluster.objects.filter(enabled=True).order_by("name").values_list("pk", flat=True))
     # A run that cannot start before the next beat is pointless: the next one replaces it.
     return [cluster_id for cluster_id in ids
-            if send_now(tasks.cluster_status_reconcile, cluster_id, what=f"the reconciliation of cluster {cluster_id}",
+            if send_now("provisioning.cluster_status_reconcile", cluster_id, what=f"the reconciliation of cluster {cluster_id}",
                         expires=settings.PORTAL_RECONCILE_INTERVAL_SECONDS)]

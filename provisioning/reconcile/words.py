@@ -98,8 +98,52 @@ def _container_events(pod: PodFact, container: ContainerFact) -> Iterable[PlainE
                          _clip(_sentence(f"Pod {pod.name}: {termination_words(container, termination)}")))
 
 
-def pod_events(pod: PodFact) -> list[PlainEvent]:
-    """The plain-words events one pod's current state supports, in the order they happened."""
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """A pod of the portal's that the scheduler preempted others for (its nominated node, or where it now runs)."""
+
+    request_id: int
+    name: str
+    priority: int | None
+    priority_class: str
+
+
+def preemptors_by_node(pods: Iterable[PodFact]) -> dict[str, Preemptor]:
+    """Per node, the portal's pod the scheduler preempted others there for: the highest-priority pod nominated to
+    the node (status.nominatedNodeName), else the highest-priority one running there that is not itself being
+    preempted."""
+    nominated: dict[str, PodFact] = {}
+    placed: dict[str, PodFact] = {}
+    for pod in pods:
+        for node, chosen in ((pod.nominated_node, nominated), (pod.node if not pod.preempted else "", placed)):
+            if node and (node not in chosen or (pod.priority or 0) > (chosen[node].priority or 0)):
+                chosen[node] = pod
+    return {node: Preemptor(pod.request_id, pod.name, pod.priority, pod.priority_class)
+            for node, pod in {**placed, **nominated}.items()}
+
+
+def _priority_words(priority: int | None, priority_class: str) -> str:
+    if priority is None and not priority_class:
+        return "no priority class"
+    named = f"priority class {priority_class}" if priority_class else "priority"
+    return f"{named}, {priority}" if priority is not None else named
+
+
+def preemption_words(pod: PodFact, preemptor: Preemptor | None) -> str:
+    """Who preempted the pod and why, and how long it has to save its work."""
+    who = ("a higher-priority pod" if preemptor is None else
+           f"pod {preemptor.name} of request #{preemptor.request_id} "
+           f"({_priority_words(preemptor.priority, preemptor.priority_class)})")
+    grace = pod.grace_seconds if pod.grace_seconds is not None else 30
+    return (f"Pod {pod.name} was preempted by the scheduler (PreemptionByScheduler) on node {pod.node or '(unknown)'}: "
+            f"{who} needed its GPUs and outranks it ({_priority_words(pod.priority, pod.priority_class)}). It gets "
+            f"its termination grace period of {grace} s to checkpoint (SIGTERM now, SIGKILL after), then it is "
+            "stopped; this does not count against the job's retries.")
+
+
+def pod_events(pod: PodFact, preemptor: Preemptor | None = None) -> list[PlainEvent]:
+    """The plain-words events one pod's current state supports, in the order they happened (`preemptor`: who the
+    scheduler preempted the pod for, when it did and the portal knows)."""
     events: list[PlainEvent] = []
     rid, uid = pod.request_id, pod.uid
     if pod.scheduled is False and pod.phase not in (SUCCEEDED, FAILED):
@@ -113,6 +157,8 @@ def pod_events(pod: PodFact) -> list[PlainEvent]:
         events.append(PlainEvent(rid, f"{uid}:started", "Started", f"Pod {pod.name} started on {where}."))
     for container in pod.containers:
         events.extend(_container_events(pod, container))
+    if pod.preempted:
+        events.append(PlainEvent(rid, f"{uid}:preempted", "Preempted", _clip(preemption_words(pod, preemptor))))
     if pod.phase == SUCCEEDED:
         events.append(PlainEvent(rid, f"{uid}:succeeded", "Completed", f"Pod {pod.name} completed successfully."))
     elif pod.phase == FAILED:
@@ -120,7 +166,7 @@ def pod_events(pod: PodFact) -> list[PlainEvent]:
         if pod.evicted:
             text = f"Pod {pod.name} was evicted from node {pod.node or '(unknown)'}{detail}"
             events.append(PlainEvent(rid, f"{uid}:evicted", "Evicted", _clip(_sentence(text))))
-        elif pod.disrupted:
+        elif pod.disrupted and not pod.preempted:
             text = (f"Pod {pod.name} was stopped by the cluster ({pod.disruption_reason or 'DisruptionTarget'})"
                     f"{detail}; this does not count against the job's retries")
             events.append(PlainEvent(rid, f"{uid}:disrupted", (pod.disruption_reason or "Disrupted")[:63],

@@ -15,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from intake.choices import EventKind, RequestStatus
+from intake.models import GpuRequest, RequestEvent
 
 DAYS = 30
 BUCKETS = {
@@ -65,8 +66,6 @@ def capacity_history(*, team_ids: set[int] | None, now: datetime.datetime | None
                      days: int = DAYS) -> dict[str, list[Day]]:
     """Per cluster, one `Day` per UTC day of the last `days` (today so far included), oldest first.
     `team_ids`: the viewer's teams (None: the viewer sees every team, so all of `held` is theirs to see)."""
-    from intake.models import GpuRequest, RequestEvent
-
     now = now or timezone.now()
     today = now.astimezone(datetime.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - datetime.timedelta(days=days - 1)

@@ -17,6 +17,7 @@ from django.db.models.functions import Cast, Coalesce
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import MIG, MPS, TIME_SLICING, WHOLE_GPU
 from intake.choices import RequestStatus
+from intake.models import GpuRequest
 from portal.selectors import team_visible_ids
 from portal.text import plural
 
@@ -129,8 +130,6 @@ def fragmentation_words(*, per_pod: int, unit: str, free_by_node: dict[str, int]
 def _request_totals(team_ids: set[int] | None):
     """Devices of the portal's live requests per (cluster, pool, strategy, profile): reserved, queued, and the
     viewer's teams' share (running, reserved, queued). One query."""
-    from intake.models import GpuRequest
-
     devices = Cast(KeyTextTransform("replicas", "decision"), IntegerField()) * Cast(
         KeyTextTransform("gpus_per_replica", "decision"), IntegerField())
     mine = Q(team_id__in=team_ids) if team_ids is not None else Q()
@@ -151,8 +150,6 @@ def _request_totals(team_ids: set[int] | None):
 def _largest_waiting(team_ids: set[int] | None):
     """The biggest pod waiting (approval, or approved and not running) per pool and kind: (per pod, request id),
     the id left out (None) where the request is another team's and the viewer sees only their own teams."""
-    from intake.models import GpuRequest
-
     rows = (GpuRequest.objects.filter(status__in=(*RESERVING, *QUEUED))
             .values_list("pk", "team_id", "decision__cluster", "decision__node_pool", "decision__strategy",
                          "decision__mig_profile", "decision__gpus_per_replica").order_by("pk"))

@@ -5,10 +5,21 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from intake.decisions import Decision
+from portal.errors import NotFound
 from portal.roles import is_platform
 
-from ..inventory_sync import no_api_server_note
+from ..choices import Applier
 from ..models import Cluster, Node, NodePool
+
+
+def no_api_server_note(cluster: Cluster) -> str | None:
+    """Why discovery skips a cluster (it has no API server to read), or None when it reads it."""
+    if cluster.applier == Applier.KUBERNETES and cluster.api_server:
+        return None
+    return (
+        f"No API server: {cluster.name} is provisioned through {cluster.get_applier_display()}, so its inventory "
+        "is what the platform team declared; discovery skips it."
+    )
 
 
 def cluster_list() -> QuerySet[Cluster]:
@@ -26,8 +37,6 @@ def cluster_detail_list() -> QuerySet[Cluster]:
 
 
 def pool_get(*, cluster_id, pool_id) -> NodePool:
-    from portal.errors import NotFound
-
     pool = NodePool.objects.select_related("cluster", "gpu_model").filter(pk=pool_id, cluster_id=cluster_id).first() \
         if str(pool_id).isdigit() and str(cluster_id).isdigit() else None
     if pool is None:

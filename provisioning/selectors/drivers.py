@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 
 from gpu.catalogue import load_catalogue
+from intake.models import GpuRequest
+from portal.errors import InvalidInput
 
 from ..choices import Strategy
 from ..models import NodePool
@@ -17,9 +19,6 @@ def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None)
     that could no longer be scheduled there (their driver floor, or the GPU's MIG minimum), with their owners.
     `requests`: live requests already loaded (with team and requester), for callers asking about many pools;
     those placed on this pool are checked."""
-    from intake.models import GpuRequest
-    from portal.errors import InvalidInput
-
     if not DRIVER_VERSION_RE.match(driver_version or ""):
         raise InvalidInput("A driver version such as 580.65.06.", field="driver_version")
     major = int(driver_version.split(".")[0])

@@ -7,6 +7,7 @@ import dataclasses
 from gpu.catalogue import load_catalogue
 from gpu.vocabulary import REPLICATED, SHARE_UNITS
 from intake.decisions import Decision
+from portal.selectors import team_visible_ids
 
 from .. import discovery, fit
 from ..choices import MigStrategy, SchedulingModel, SharingMode, Strategy
@@ -81,8 +82,6 @@ def request_fit(*, gpu_request, user=None, missing_pods: int | None = None,
     For `user` an engineer, other teams' running work is not named (team visibility). With `missing_pods` (a
     stalled gang): do that many more of its pods fit beside its own running ones? `visible_team_ids`: name only
     these teams' work (for a reading stored for every viewer)."""
-    from portal.selectors import team_visible_ids
-
     decision, answers = gpu_request.decision, gpu_request.answers
     hours = answers.get("expected_hours")
     devices = int(decision.gpus_per_replica) * int(decision.replicas)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 
+from intake.models import GpuRequest
+
 from .. import fit
 from ..contract import parse_time
 from ..models import Node
@@ -13,8 +15,6 @@ def running_holders(nodes: list[Node], *, exclude_request_id: int | None,
                     visible_team_ids: set[int] | None = None) -> list[fit.Holder]:
     """Running work on these nodes, per request (or per pod the portal did not make). With `visible_team_ids`
     (an engineer's teams), work of other teams is shown without its name, team or pods."""
-    from intake.models import GpuRequest
-
     pods_by_key: dict[str, list[tuple[str, dict]]] = {}
     for node in nodes:
         for pod in node.gpu_pods or []:
@@ -58,6 +58,4 @@ def holder_key(pod: dict) -> str:
 
 
 def request_owners(request_ids) -> dict[int, str]:
-    from intake.models import GpuRequest
-
     return dict(GpuRequest.objects.filter(pk__in=list(request_ids)).values_list("pk", "requested_by__username"))

@@ -4,9 +4,11 @@ from __future__ import annotations
 import datetime
 
 from gpu.catalogue import load_catalogue
+from intake.models import GpuRequest
 
 from .. import discovery
 from ..choices import SharingMode, Strategy
+from ..mig_planner import MigDemand, MigNode, Workload
 from ..models import Cluster, Node
 from .holders import holder_key, request_owners, running_holders
 
@@ -14,10 +16,6 @@ from .holders import holder_key, request_owners, running_holders
 def mig_planner_inputs(*, cluster: Cluster, now: datetime.datetime) -> tuple[list, list]:
     """The MIG planner's inputs for one synced cluster: the devices pending and approved MIG requests ask for, per
     pool, and the pools' MIG nodes with the workloads a layout change would interrupt."""
-    from intake.models import GpuRequest
-
-    from ..mig_planner import MigDemand, MigNode, Workload
-
     catalogue = load_catalogue()
     demand = [
         MigDemand(

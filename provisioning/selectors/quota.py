@@ -10,6 +10,7 @@ from django.db.models.functions import Cast
 
 from gpu.vocabulary import STRATEGY_ADJECTIVES
 from intake.choices import REQUEST_HOLDING
+from intake.models import GpuRequest
 
 from ..models import TeamQuota
 
@@ -60,8 +61,6 @@ class QuotaState:
 def team_quota_state(*, team, strategy: str, requested, exclude_request_id: int | None = None) -> QuotaState:
     """The team's quota for one strategy and what its requests hold: one SQL sum over the decisions' GPU
     equivalents of its approved, provisioning, running and stalled requests."""
-    from intake.models import GpuRequest
-
     quota = TeamQuota.objects.filter(team=team, strategy=strategy).values_list("gpu_equivalents", flat=True).first()
     holding = GpuRequest.objects.filter(team=team, strategy=strategy, status__in=HOLDING_STATUSES)
     if exclude_request_id is not None:

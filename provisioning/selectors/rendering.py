@@ -2,13 +2,20 @@
 profile, team and request specs), and the rendered objects of one request."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpu.catalogue import load_catalogue
-from gpu.vocabulary import REPLICATED
+from gpu.vocabulary import PRIORITY_VALUES, REPLICATED, REQUEST_HOLDING
+from intake.choices import RequestOrigin
 from intake.decisions import Decision
+from intake.models import GpuRequest
 
 from ..choices import SchedulingModel, SharingMode, Strategy
 from ..dra_inputs import cluster_extended_resources, dra_device_caps, extended_resource_caps, offered_profiles
-from ..manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from ..manifests import RenderError, render, render_all
+from ..manifests.admission_policy import approved_pods, renders_admission_policy
+from ..manifests.device_plugin import build_device_plugin_config
+from ..manifests.spec import ApprovedPods, ClusterProfile, GangSpec, NetworkPeer, PoolProfile, PrioritySpec, RequestSpec, TeamSpec
 from ..models import NodePool
 from .clusters import pool_for_decision
 from .snapshot import mig_ready_label
@@ -58,15 +65,14 @@ def cluster_profile(*, cluster, pool) -> ClusterProfile:
         ),
         dra_feature_gates=tuple(cluster.dra_feature_gates or ()),
         dra_extended_resources=cluster_extended_resources(cluster),
+        # Discovered (inventory sync): GA since 1.30, but only a cluster that serves it may be sent one.
+        admission_policies=bool(cluster.serves_admission_policies),
     )
 
 
 def pool_device_plugin_config(*, pool: NodePool) -> dict | None:
     """The device plugin config the pool's nodes must run for what the portal renders there (None: DRA, or a pool
     whose declaration cannot say it). The platform puts it under the pool's `device_plugin_config` key."""
-    from ..manifests import RenderError
-    from ..manifests.device_plugin import build_device_plugin_config
-
     try:
         return build_device_plugin_config(cluster_profile(cluster=pool.cluster, pool=pool).pool,
                                           scheduling_model=pool.effective_scheduling_model)
@@ -140,18 +146,52 @@ def request_spec_from(*, request_id: int, name: str, team, answers: dict, decisi
         gpu_equivalents_per_replica=f"{decision.gpu_equivalents_per_replica:.6f}",
         driver_branch=decision.driver.branch if decision.driver else None,
         dra_extended_resource=decision.dra_extended_resource,
+        priority=priority_spec(decision.priority),
     )
 
 
-def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:
-    """Every object for one request, team objects first, in the order they are applied."""
-    from ..manifests import render_all
+def team_approvals(*, team, cluster, exclude: int) -> tuple[ApprovedPods, ...]:
+    """The team's other requests on the cluster whose pods may run now (approved to stalled), as its admission policy
+    admits them: each rendered again, its workload's owner and per-pod GPUs read back (manifests/admission_policy.py).
+    One that no longer renders is left out: its pods are refused until it is provisioned again."""
+    approvals = []
+    # Requests found in a Kueue queue (origin "cluster") have no objects of the portal's to admit.
+    holding = (GpuRequest.objects.filter(team=team, status__in=REQUEST_HOLDING, origin=RequestOrigin.PORTAL)
+               .exclude(pk=exclude).order_by("pk"))
+    for gpu_request in holding:
+        decision = gpu_request.decision
+        if decision is None or decision.cluster != cluster.name:
+            continue
+        try:
+            pool = pool_for_decision(decision)
+            objects = render(request_spec(gpu_request=gpu_request), cluster_profile(cluster=cluster, pool=pool))
+        except (RenderError, NodePool.DoesNotExist):
+            continue
+        approvals.append(approved_pods(gpu_request.pk, objects))
+    return tuple(approvals)
 
+
+def priority_spec(priority) -> PrioritySpec | None:
+    """The decision's priority with its tier's PriorityClass value; None: the scheduler's defaults, inherited."""
+    if priority is None:
+        return None
+    return PrioritySpec(tier=priority.tier, value=PRIORITY_VALUES[priority.tier], preemptible=priority.preemptible,
+                        grace_seconds=priority.grace_seconds, preempts=priority.preempts,
+                        min_runtime_minutes=priority.min_runtime_minutes if priority.min_runtime_enforced else None)
+
+
+def manifests_render(*, team, request_id: int, name: str, answers: dict, decision: Decision) -> list[dict]:
+    """Every object for one request, team objects first, in the order they are applied. Without Kueue, the team's
+    admission policy admits its other running requests as well as this one."""
     pool = pool_for_decision(decision)
+    profile = cluster_profile(cluster=pool.cluster, pool=pool)
+    spec = team_spec(team=team, cluster=pool.cluster)
+    if renders_admission_policy(profile):
+        spec = replace(spec, approved=team_approvals(team=team, cluster=pool.cluster, exclude=request_id))
     return render_all(
-        team_spec(team=team, cluster=pool.cluster),
+        spec,
         request_spec_from(request_id=request_id, name=name, team=team, answers=answers, decision=decision),
-        cluster_profile(cluster=pool.cluster, pool=pool),
+        profile,
     )
 
 

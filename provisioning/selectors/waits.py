@@ -1,4 +1,4 @@
-"""Reads of the waits `provisioning.waits` stores: one request's last reading, and the start estimates' error."""
+"""Reads of the waits `provisioning.wait_refresh` stores: one request's last reading, and the start estimates' error."""
 from __future__ import annotations
 
 import math
@@ -7,6 +7,7 @@ import statistics
 from django.db.models import Q
 
 from intake.choices import RequestOrigin, RequestStatus
+from intake.models import GpuRequest
 
 from ..models import RequestWait
 from ..wait_words import approval_wait_words
@@ -19,8 +20,6 @@ WAITING_STATUSES = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestS
 def approval_wait(*, gpu_request) -> dict:
     """Why a request waiting for approval waits: its place in the queue (oldest first, as the queue is shown),
     whether it fits its pool now (the fit check, naming only its own team's work) and whether it holds quota."""
-    from intake.models import GpuRequest
-
     ahead = GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL).filter(
         Q(created_at__lt=gpu_request.created_at) | Q(created_at=gpu_request.created_at, pk__lt=gpu_request.pk)).count()
     fit = request_fit(gpu_request=gpu_request, visible_team_ids={gpu_request.team_id})

@@ -66,6 +66,8 @@ def _rule_state(rule) -> str:
         effects.append("the NVIDIA driver " + " on the ".join(
             part for part in (f"{driver['min_major']} or newer" if driver.get("min_major") else "",
                               f"{driver['branch']} branch" if driver.get("branch") else "") if part))
+    if outcome.get("priority"):
+        effects.append(f"priority {outcome['priority']['tier']} (the Preemption section)")
     return f"guardrail on {match or 'anything'}: {'; '.join(effects) or 'no effect on placement'}"
 
 

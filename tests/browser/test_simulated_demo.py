@@ -23,7 +23,7 @@ from kubesim.scenario import Scenario
 from demo.data import load_demo, load_demo_flows
 from provisioning.models import GangStall, MigPlan
 from provisioning.tasks import mig_plans_advance, status_reconcile_all
-from provisioning.waits import request_wait_refresh
+from provisioning.wait_refresh import request_wait_refresh
 from tests.browser.test_personas import sign_in
 from tests.support.celery_worker import running_worker
 

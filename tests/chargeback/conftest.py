@@ -11,6 +11,8 @@ from django.conf import settings
 
 from chargeback.synthetic import synthetic_pod
 from intake.models import GpuRequest, PolicyVersion
+from provisioning.manifests.names import request_base_name, team_namespace
+from provisioning.models import AppliedObject, Cluster
 
 _counter = itertools.count(1)
 
@@ -44,6 +46,19 @@ def equivalents_text(value: Fraction) -> str:
     return f"{float(value):.6f}".rstrip("0").rstrip(".") if value.denominator != 1 else str(value.numerator)
 
 
+def applied_owner(gpu_request) -> tuple[str, str, str, str] | None:
+    """The Job the portal applied for this request, as the applier records it (its UID the API server's), so that
+    its pods are billed as the request; None when the request's cluster is not declared."""
+    cluster = Cluster.objects.filter(name=gpu_request.decision.cluster).first()
+    if cluster is None:
+        return None
+    name = request_base_name(gpu_request.name, gpu_request.pk)
+    applied, _ = AppliedObject.objects.get_or_create(
+        cluster=cluster, api_version="batch/v1", kind="Job", namespace=team_namespace(gpu_request.team.slug),
+        name=name, defaults={"request": gpu_request, "uid": str(uuid.uuid4()), "applied_at": datetime.now(timezone.utc)})
+    return "batch/v1", "Job", name, applied.uid
+
+
 def pod_for(gpu_request, *, started_at, finished_at=None, uid=None, equivalents=None, devices=None, **extra) -> dict:
     """A pod of this request as the renderer labels it; `equivalents` overrides the annotation."""
     d = gpu_request.decision
@@ -57,8 +72,9 @@ def pod_for(gpu_request, *, started_at, finished_at=None, uid=None, equivalents=
                                      time_slicing_replicas=4)
         equivalents = equivalents_text(exact)
     uid = uid or str(uuid.uuid4())
+    extra.setdefault("owner", applied_owner(gpu_request))
     return synthetic_pod(
-        uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=f"team-{gpu_request.team.slug}",
+        uid=uid, name=f"{gpu_request.name}-{uid[:5]}", namespace=team_namespace(gpu_request.team.slug),
         label_domain=settings.PORTAL_LABEL_DOMAIN, request_id=gpu_request.pk, team=gpu_request.team.slug,
         cluster=d.cluster, strategy=d.strategy, gpu_model=d.gpu_model, devices=devices,
         equivalents=equivalents, mig_profile=d.mig_profile or "", started_at=started_at, finished_at=finished_at,

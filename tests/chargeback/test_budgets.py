@@ -28,7 +28,6 @@ from intake.models import GpuRequest, RequestEvent
 from portal.models import Notice
 from provisioning.inventory import team_quota_set
 from tests.chargeback.conftest import make_request, pod_for
-from tests.support.webhook import start_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -306,14 +305,6 @@ def test_the_finance_page_draws_each_budget_s_burn_down_and_the_team_page_its_ow
 
 
 # -- threshold notices -------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def webhook():
-    receiver = start_receiver()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
 
 
 def receiver_verifies(secret: str, header: str, raw: bytes) -> bool:

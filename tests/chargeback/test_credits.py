@@ -40,7 +40,7 @@ def with_claim(pod, claim="train-0-gpu-x1y2z"):
     return pod
 
 
-def claim(name="train-0-gpu-x1y2z", namespace="team-team-a"):
+def claim(name="train-0-gpu-x1y2z", namespace="gpu-team-a"):
     driver, pool, device = DEVICE
     return {"metadata": {"name": name, "namespace": namespace}, "status": {"allocation": {"devices": {"results": [
         {"request": "gpu", "driver": driver, "pool": pool, "device": device}]}}}}

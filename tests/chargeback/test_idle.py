@@ -29,7 +29,6 @@ from tests.chargeback.conftest import make_request, pod_for
 from intake.services import request_evaluate
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.support.prometheus import Device, start_dcgm_stub, start_prometheus, stop_prometheus
-from tests.support.webhook import start_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -46,13 +45,6 @@ def prometheus(dcgm_stub):
     server = start_prometheus(dcgm_stub)
     yield server
     stop_prometheus(server)
-
-
-@pytest.fixture
-def webhook():
-    receiver = start_receiver()
-    yield receiver
-    receiver.server.shutdown()
 
 
 @pytest.fixture

@@ -89,8 +89,9 @@ def test_labels_are_read_under_the_configured_domain():
                         cluster="c", strategy="mig", gpu_model="H200-141GB", mig_profile="1g.18gb", devices=1,
                         equivalents="0.142857", started_at=utc(2026, 11, 1))
     record = pod_usage(pod, label_domain="gpus.example.com")
-    assert (record.request_id, record.strategy, record.mig_profile, record.devices) == (7, "mig", "1g.18gb", 1)
-    assert pod_usage(pod, label_domain="gpu-portal.io").request_id is None
+    assert (record.claimed_request_id, record.strategy, record.mig_profile, record.devices) == (7, "mig", "1g.18gb", 1)
+    assert record.request_id is None  # a claim: nothing the portal applied owns it
+    assert pod_usage(pod, label_domain="gpu-portal.io").claimed_request_id is None
 
 
 @pytest.mark.parametrize("strategy, model, profile, devices, replicas, policy, expected", [
@@ -165,13 +166,23 @@ def test_team_and_cost_centre_come_from_the_request_row(requests_a, team_b):
 
 
 @pytest.mark.django_db
-def test_a_pod_of_an_unknown_request_is_billed_to_its_team_label_and_flagged(requests_a, team_b):
+def test_a_pods_request_label_plays_no_part_its_owner_decides(requests_a, team_b):
     pod = pod_for(requests_a["whole"], started_at=utc(2026, 11, 2), finished_at=utc(2026, 11, 2, 1))
     pod["metadata"]["labels"].update({"gpu-portal.io/request-id": "999999", "gpu-portal.io/team": "team-b"})
     usage_ingest(cluster_name="gpu-east", pods=[pod], now=NOW)
     interval = UsageInterval.objects.get()
-    assert interval.request is None and interval.team.slug == "team-b" and interval.cost_center == "CC-B"
-    assert interval.flags == [Flag.UNKNOWN_REQUEST]
+    assert interval.request == requests_a["whole"] and interval.team.slug == "team-a" and interval.cost_center == "CC-A"
+    assert interval.flags == [Flag.TEAM_MISMATCH]
+
+
+@pytest.mark.django_db
+def test_a_pod_nothing_the_portal_applied_owns_is_billed_to_its_namespaces_team_and_flagged(requests_a, team_b):
+    pod = pod_for(requests_a["whole"], started_at=utc(2026, 11, 2), finished_at=utc(2026, 11, 2, 1), owner=None)
+    pod["metadata"]["labels"]["gpu-portal.io/team"] = "team-b"
+    usage_ingest(cluster_name="gpu-east", pods=[pod], now=NOW)
+    interval = UsageInterval.objects.get()
+    assert interval.request is None and interval.team.slug == "team-a" and interval.cost_center == "CC-A"
+    assert interval.flags == [Flag.FOUND_IN_CLUSTER]
 
 
 @pytest.mark.django_db
@@ -264,3 +275,11 @@ def test_an_older_read_processed_after_a_newer_one_does_not_close_pods_it_predat
     # a worker that listed at 11:00 (before p-new existed) commits last
     assert usage_ingest(cluster_name="gpu-east", pods=[old_pod], now=utc(2026, 11, 3, 11)).vanished == 0
     assert set(UsageInterval.objects.values_list("pod_uid", "ended_at")) == {("p-old", None), ("p-new", None)}
+
+
+def test_the_bounds_a_pod_is_read_with_are_the_columns_it_is_stored_in():
+    from chargeback.ingest import FIELD_LIMITS
+    from portal.models import Team
+
+    columns = {name: UsageInterval._meta.get_field(name).max_length for name in FIELD_LIMITS if name != "team"}
+    assert FIELD_LIMITS == {**columns, "team": Team._meta.get_field("slug").max_length}

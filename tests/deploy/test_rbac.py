@@ -161,6 +161,8 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
 
     # Metering's read of the taint rules marking devices unhealthy (resource.k8s.io/v1 from Kubernetes 1.37).
     request("GET", "/apis/resource.k8s.io/v1/devicetaintrules")
+    # Metering's read of the ReplicaSets between the portal's Deployments and their pods (owner chains).
+    request("GET", "/apis/apps/v1/replicasets", [("labelSelector", "app.kubernetes.io/managed-by=gpu-portal")])
     # The dynamic client's discovery, as the fake records it: the version, then the groups and their versions.
     for path in ("/version", "/apis", "/api/v1", "/apis/scheduling.volcano.sh/v1beta1"):
         request("GET", path)
@@ -177,6 +179,12 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     apply("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/team-a", {"kind": "LocalQueue"})
     apply("/apis/scheduling.run.ai/v2/queues/team-a", {"kind": "Queue"})
     apply("/apis/scheduling.volcano.sh/v1beta1/queues/team-a", {"kind": "Queue"})
+    admission = "/apis/admissionregistration.k8s.io/v1"  # clusters without Kueue: the team's admission policy
+    apply(f"{admission}/validatingadmissionpolicies/gpu-portal-pods-team-a", {"kind": "ValidatingAdmissionPolicy"})
+    apply(f"{admission}/validatingadmissionpolicybindings/gpu-portal-pods-team-a",
+          {"kind": "ValidatingAdmissionPolicyBinding"})
+    apply("/apis/scheduling.k8s.io/v1/priorityclasses/gpu-portal-training", {"kind": "PriorityClass"})
+    apply("/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/gpu-portal-training", {"kind": "WorkloadPriorityClass"})
     for group, version, plural in NAMESPACED:
         apply(f"{base(group, version)}/namespaces/team-a/{plural}/train", {"kind": plural})
     request("GET", "/apis/batch/v1/namespaces/team-a/jobs/train")  # the Job's uid, for its gang objects' owner
@@ -196,7 +204,6 @@ def portal_calls(api: kubernetes.client.ApiClient) -> None:
     request("GET", f"{kueue_api}/workloads", [("watch", "true")])
     request("PATCH", f"{kueue_api}/namespaces/team-a/workloads/job-train-1a2b3/status", body={"status": {}},
             content_type="application/merge-patch+json")
-    request("GET", "/api/v1/namespaces/team-a/pods/web-5d8f-x")  # a plain-pod Workload's Pod, for its owner
     # cancel: list each kind by the request's labels, then delete each object
     for group, version, plural in NAMESPACED:
         request("GET", f"{base(group, version)}/namespaces/team-a/{plural}",

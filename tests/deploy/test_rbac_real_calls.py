@@ -24,6 +24,7 @@ from provisioning.queue_waits import queue_wait_refresh
 from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS
 from kubesim import kueue
+from kubesim.resources import ServedResource
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import seed_fleet
 
@@ -33,6 +34,13 @@ TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "ba
             "replicas": 2, "image": "nvcr.io/nvidia/pytorch:25.01-py3"}
 NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency": "batch", "gpu_memory_gb": 8,
             "image": "jupyter/base-notebook:latest"}
+
+
+ADMISSION_POLICY_RESOURCES = (
+    ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False),
+    ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings",
+                   "ValidatingAdmissionPolicyBinding", False),
+)
 
 
 @pytest.fixture
@@ -62,9 +70,13 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
     inventory, fake, eager_celery, engineer, team_a, platform_user, django_capture_on_commit_callbacks, settings
 ):
     settings.PORTAL_RECONCILE_WATCH_SECONDS = 1
+    # The fake serves ValidatingAdmissionPolicies as a real 1.36 API server does, and discovery saw it: the clusters
+    # without Kueue get each team namespace's policy and binding (docs/admission-check.md).
+    fake.install(*ADMISSION_POLICY_RESOURCES)
     for name, version, model in (("gpu-east", "1.36", "device_plugin"), ("gpu-west", "1.36", "dra")):
         call_command("register_cluster", name, "--server", fake.url, "--token", "t", "--ca-cert-file", fake.ca_file,
                      "--kubernetes-version", version, "--scheduling-model", model, stdout=StringIO())
+    Cluster.objects.update(serves_admission_policies=True)
     cluster_declare(name="gpu-west", pools=[{"name": "b200-shared", "gpu_model": "B200-180GB", "node_count": 1,
                                              "gpus_per_node": 8, "sharing_mode": "time_slicing",
                                              "time_slicing_replicas": 4, "driver_version": "580.65.06"}])
@@ -100,7 +112,7 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         "name": "adhoc", "namespace": "gpu-team-a", "labels": {kueue.QUEUE_LABEL: "gpu-team-a"}}, "spec": {
         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
                                                                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
-    # ... and a plain-pod Workload carrying the portal's labels: its Pod is read, for its owner.
+    # ... and a plain-pod Workload carrying the portal's labels: its Pod is listed by them, for its owner.
     labels = {"app": "web", "app.kubernetes.io/managed-by": "gpu-portal", "gpu-portal.io/request-id": str(serving.pk)}
     pod_spec = {"containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
     pod = fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
@@ -127,6 +139,13 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         cluster_status_reconcile(cluster_id=cluster.pk, watch_seconds=1)  # resumes with a watch
     # A failed DRA pod: metering reads its claims, the devices' taint rules and its node for a hardware credit.
     fake.patch_status("v1", "Pod", "dra-0", "gpu-team-a", {"phase": "Failed"})
+    # A serving pod as a Deployment's ReplicaSet makes it: metering lists ReplicaSets to follow its owner chain.
+    replica_set = fake.put({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+        "name": "serve-7c5d6b258f", "namespace": "gpu-team-a",
+        "labels": {"app.kubernetes.io/managed-by": "gpu-portal"}}, "spec": {"selector": {}, "template": {}}})
+    fake.patch("v1", "Pod", "serve-0", "gpu-team-a", {"metadata": {"ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-7c5d6b258f",
+         "uid": replica_set["metadata"]["uid"], "controller": True}]}})
     usage_collect()
     for name in ("gpu-h200-1", "gpu-h200-2"):
         fake.put(k.h200_mig_node(name, layout="all-1g.18gb"))

@@ -7,16 +7,14 @@ from django.test.utils import CaptureQueriesContext
 
 from intake.decisions import Decision
 from intake.models import GpuRequest, RequestEvent
-from intake.services import request_submit
 from provisioning.inventory import team_quota_set
+from tests.factories import VALID_ANSWERS, RequestFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def submit(user, team, name="svc", **answers):
-    from tests.conftest import VALID_ANSWERS
-
-    return request_submit(user=user, team=team, name=name, raw_answers={**VALID_ANSWERS, **answers})
+    return RequestFactory(user=user, team=team, name=name, answers={**VALID_ANSWERS, **answers})
 
 
 # --- questionnaire and preview ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from intake.models import GpuRequest, PolicyVersion, Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create, policy_version_sign_off
 from provisioning.inventory import team_quota_set
+from tests.factories import request_submit_via_api
 
 pytestmark = pytest.mark.django_db
 
@@ -25,12 +26,6 @@ EIGHT_H100 = {**NOTEBOOK, "gpu_memory_gb": 640, "gpus_per_replica": 8}
 BIG_NOTEBOOK = {**NOTEBOOK, "gpu_memory_gb": 60}
 
 
-def submit(api, user, name, answers, team="team-a"):
-    response = api(user).post("/api/v1/requests/", {"team": team, "name": name, "answers": answers}, format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
 def approval_reason(body) -> dict:
     return next(r for r in Decision.from_json(body["decision"]).reasons if r.field == "approval")
 
@@ -38,7 +33,7 @@ def approval_reason(body) -> dict:
 def test_a_fallback_to_a_whole_gpu_waits_for_the_platform_team(api, engineer, team_a, inventory):
     team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=64)  # quota is not what stops it
 
-    body = submit(api, engineer, "big-notebook", BIG_NOTEBOOK)
+    body = request_submit_via_api(api, engineer, name="big-notebook", answers=BIG_NOTEBOOK)
 
     assert body["status"] == "pending_approval"
     decision = Decision.from_json(body["decision"])
@@ -55,7 +50,7 @@ def test_eight_whole_gpus_through_a_rules_stated_fallback_wait_too(api, engineer
     team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=64)
     regulated = {**EIGHT_H100, "data_sensitivity": "regulated"}  # development-regulated: MIG, else whole GPUs
 
-    body = submit(api, engineer, "regulated-notebook", regulated)
+    body = request_submit_via_api(api, engineer, name="regulated-notebook", answers=regulated)
 
     assert (body["status"], Decision.from_json(body["decision"]).strategy, Decision.from_json(body["decision"]).gpu_equivalents) == (
         "pending_approval", "whole_gpu", 8.0)
@@ -74,7 +69,8 @@ def test_the_red_team_request_itself_is_refused_on_gpus_per_replica(api, enginee
 def test_a_request_above_the_rules_per_request_cap_is_reviewed(api, engineer, team_a, inventory):
     team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=8)
 
-    body = submit(api, engineer, "wide-notebook", {**NOTEBOOK, "replicas": 5})  # 5 x 1/4 share = 1.25 > 1
+    # 5 x 1/4 share = 1.25 > 1
+    body = request_submit_via_api(api, engineer, name="wide-notebook", answers={**NOTEBOOK, "replicas": 5})
 
     assert body["status"] == "pending_approval"
     assert Decision.from_json(body["decision"]).review_reasons == ("OverAutoApprovalRequestCap",)
@@ -84,7 +80,7 @@ def test_a_request_above_the_rules_per_request_cap_is_reviewed(api, engineer, te
 def test_a_team_without_a_quota_on_the_strategy_is_reviewed(api, engineer, team_a, inventory):
     team_quota_set(team=team_a, strategy="whole_gpu", gpu_equivalents=8)  # a quota, but not on time-slicing
 
-    body = submit(api, engineer, "nb", NOTEBOOK)
+    body = request_submit_via_api(api, engineer, name="nb", answers=NOTEBOOK)
 
     assert body["status"] == "pending_approval"
     assert Decision.from_json(body["decision"]).review_reasons == ("NoQuota",)
@@ -102,7 +98,7 @@ def test_the_platform_team_can_say_explicitly_that_teams_without_quota_are_appro
     policy_version_sign_off(user=platform_user, version_id=draft.pk,
                             reviewed_digest=policy_version_diff(version=draft).digest)
 
-    body = submit(api, engineer, "nb", NOTEBOOK)
+    body = request_submit_via_api(api, engineer, name="nb", answers=NOTEBOOK)
 
     assert body["status"] == "approved" and Decision.from_json(body["decision"]).policy_version == draft.number
 
@@ -111,8 +107,9 @@ def test_a_team_past_the_rules_per_team_cap_is_reviewed(api, engineer, team_a, i
     team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=16)
     four_shares = {**NOTEBOOK, "replicas": 4}  # one GPU equivalent each; the rule allows two a team at once
 
-    first, second = submit(api, engineer, "nb-1", four_shares), submit(api, engineer, "nb-2", four_shares)
-    third = submit(api, engineer, "nb-3", four_shares)
+    first = request_submit_via_api(api, engineer, name="nb-1", answers=four_shares)
+    second = request_submit_via_api(api, engineer, name="nb-2", answers=four_shares)
+    third = request_submit_via_api(api, engineer, name="nb-3", answers=four_shares)
 
     assert [first["status"], second["status"], third["status"]] == ["approved", "approved", "pending_approval"]
     assert Decision.from_json(third["decision"]).review_reasons == ("OverAutoApprovalTeamCap",)
@@ -122,11 +119,11 @@ def test_a_team_past_the_rules_per_team_cap_is_reviewed(api, engineer, team_a, i
 def test_a_cancelled_grant_frees_the_per_team_cap(api, engineer, team_a, inventory):
     team_quota_set(team=team_a, strategy="time_slicing", gpu_equivalents=16)
     four_shares = {**NOTEBOOK, "replicas": 4}
-    first = submit(api, engineer, "nb-1", four_shares)
-    submit(api, engineer, "nb-2", four_shares)
+    first = request_submit_via_api(api, engineer, name="nb-1", answers=four_shares)
+    request_submit_via_api(api, engineer, name="nb-2", answers=four_shares)
     assert api(engineer).post(f"/api/v1/requests/{first['id']}/cancel/", {}, format="json").status_code == 200
 
-    assert submit(api, engineer, "nb-3", four_shares)["status"] == "approved"
+    assert request_submit_via_api(api, engineer, name="nb-3", answers=four_shares)["status"] == "approved"
 
 
 def test_the_preview_says_it_would_be_reviewed_and_why(api, engineer, team_a, inventory):
@@ -155,7 +152,7 @@ def test_a_guardrail_that_replaces_the_rules_strategy_sends_it_to_review(api, en
     policy_version_sign_off(user=platform_user, version_id=draft.pk,
                             reviewed_digest=policy_version_diff(version=draft).digest)
 
-    body = submit(api, engineer, "nb", NOTEBOOK)
+    body = request_submit_via_api(api, engineer, name="nb", answers=NOTEBOOK)
 
     assert Decision.from_json(body["decision"]).strategy == "mig" and body["status"] == "pending_approval"
     assert Decision.from_json(body["decision"]).review_reasons == ("GuardrailReplacedStrategy",)

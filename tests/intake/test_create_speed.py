@@ -1,4 +1,4 @@
-"""Given the decision's inputs cached per process (intake.decision_inputs), when requests are created through the API,
+"""Given the decision's inputs cached per process (intake.decision_cache), when requests are created through the API,
 then a create takes a fixed handful of queries and reads neither the policy's rules, the inventory nor its own events
 back, and any change to the policy or the inventory, by any write path, is seen by the very next create."""
 from __future__ import annotations

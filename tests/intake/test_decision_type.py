@@ -10,7 +10,7 @@ from django.db import connection
 
 from intake.api.serializers import DecisionSerializer
 from intake.decisions import (DECISION_VERSION, Answers, ApprovalLimits, Decision, DecisionShapeError, DriverTerms,
-                              Gang, Lease, Reason, decide, summarise)
+                              Gang, Lease, Priority, Reason, decide, summarise)
 from intake.models import GpuRequest
 from intake.services import request_submit
 from tests.conftest import VALID_ANSWERS
@@ -46,6 +46,26 @@ def test_the_first_stored_shape_loads_with_what_its_readers_assumed_of_the_keys_
     assert again["version"] == DECISION_VERSION
     assert {k: v for k, v in again.items() if k in FIRST_SHAPE} == {**FIRST_SHAPE,
                                                                    "driver": {"min_major": 550, "branch": None}}
+
+
+def test_a_version_1_decision_loads_without_a_priority_and_is_stored_as_version_2():
+    stored = {**FIRST_SHAPE, "version": 1}
+
+    decision = Decision.from_json(stored)
+
+    assert decision.priority is None  # before version 2: the scheduler's defaults, inherited
+    assert decision.to_json()["version"] == DECISION_VERSION == 2
+    assert decision.to_json()["priority"] is None
+
+
+def test_a_priority_round_trips_and_its_unknown_keys_are_refused():
+    priority = Priority(tier="training", preemptible=True, grace_seconds=600, min_runtime_minutes=120,
+                        min_runtime_enforced=True, rule="training-priority")
+    stored = json.loads(json.dumps(Decision(priority=priority).to_json()))
+
+    assert Decision.from_json(stored).priority == priority
+    with pytest.raises(DecisionShapeError, match="priority: unknown keys"):
+        Decision.from_json({**PARTIAL_SHAPE, "priority": {**priority.to_json(), "grace": 1}})
 
 
 def test_a_partial_decision_loads_with_defaults():

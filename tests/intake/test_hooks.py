@@ -7,19 +7,13 @@ import pytest
 from django.apps import apps
 
 from intake import hooks
-from intake.decision_inputs import decision_inputs
+from intake.decision_cache import decision_inputs
 from provisioning.models import ProvisioningJob
 from provisioning.selectors import inventory_snapshot
 from provisioning.services import allocation_on_approved, allocation_on_cancelled
+from tests.factories import request_submit_via_api
 
 pytestmark = pytest.mark.django_db
-
-
-def submit(api, engineer, valid_answers, name: str = "chat") -> int:
-    response = api(engineer).post("/api/v1/requests/", {"team": "team-a", "name": name, "answers": valid_answers},
-                                  format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()["id"]
 
 
 def test_provisioning_subscribes_once_even_when_ready_runs_again():
@@ -32,7 +26,7 @@ def test_provisioning_subscribes_once_even_when_ready_runs_again():
 
 def test_an_approval_over_the_api_queues_one_apply_job(api, engineer, platform_user, team_a, inventory,
                                                       valid_answers, django_capture_on_commit_callbacks):
-    request_id = submit(api, engineer, valid_answers)
+    request_id = request_submit_via_api(api, engineer, name="chat", answers=valid_answers)["id"]
     with django_capture_on_commit_callbacks(execute=False) as dispatched:
         response = api(platform_user).post(f"/api/v1/requests/{request_id}/approve/", {}, format="json")
 
@@ -44,11 +38,11 @@ def test_an_approval_over_the_api_queues_one_apply_job(api, engineer, platform_u
 
 def test_a_rejection_or_a_cancel_before_any_apply_queues_no_job(api, engineer, platform_user, team_a, inventory,
                                                                valid_answers):
-    rejected = submit(api, engineer, valid_answers)
+    rejected = request_submit_via_api(api, engineer, name="chat", answers=valid_answers)["id"]
     response = api(platform_user).post(f"/api/v1/requests/{rejected}/reject/", {"comment": "no"}, format="json")
     assert response.status_code == 200, response.json()
 
-    cancelled = submit(api, engineer, valid_answers, name="chat-2")
+    cancelled = request_submit_via_api(api, engineer, name="chat-2", answers=valid_answers)["id"]
     response = api(engineer).post(f"/api/v1/requests/{cancelled}/cancel/", {}, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["status"] == "cancelled"

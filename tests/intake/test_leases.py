@@ -15,12 +15,11 @@ from django.utils import timezone
 
 from intake.decisions import Decision, Lease
 from intake.models import GpuRequest
-from intake.services import request_approve
 from intake.tasks import lease_sweep
 from portal.models import Notice
 from provisioning.models import Cluster, ProvisioningJob
 from tests.factories import make_user
-from tests.support.webhook import start_receiver
+from tests.factories import request_approve_now, request_submit_via_api
 
 pytestmark = pytest.mark.django_db
 
@@ -29,21 +28,8 @@ NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency
 DAY = 24 * 3600
 
 
-def submit(api, user, answers=None, name="notebook"):
-    response = api(user).post("/api/v1/requests/", {"team": "team-a", "name": name,
-                                                    "answers": answers or NOTEBOOK}, format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
-def approve(request_id, platform_user, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        request_approve(user=platform_user, request_id=request_id)
-    return GpuRequest.objects.get(pk=request_id)
-
-
 def test_development_gets_the_policy_s_seven_day_lease_as_a_reason(api, engineer, inventory):
-    body = submit(api, engineer)
+    body = request_submit_via_api(api, engineer, name="notebook", answers=NOTEBOOK)
 
     assert Decision.from_json(body["decision"]).lease == Lease(hours=168.0, max_hours=168.0, rule="development-lease")
     [reason] = [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
@@ -53,7 +39,7 @@ def test_development_gets_the_policy_s_seven_day_lease_as_a_reason(api, engineer
 
 
 def test_an_asked_lease_is_the_answer_s_and_never_longer_than_the_policy_allows(api, engineer, inventory):
-    body = submit(api, engineer, {**NOTEBOOK, "lease_hours": 8})
+    body = request_submit_via_api(api, engineer, name="notebook", answers={**NOTEBOOK, "lease_hours": 8})
     [reason] = [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
     assert Decision.from_json(body["decision"]).lease.hours == 8.0 and reason.source == "answer"
     assert "8 hours" in reason.text and "at most 7 days" in reason.text
@@ -67,7 +53,7 @@ def test_an_asked_lease_is_the_answer_s_and_never_longer_than_the_policy_allows(
 def test_inference_has_no_lease_unless_asked(api, engineer, inventory):
     answers = {"workload_class": "inference", "tenancy": "multi_tenant", "latency": "latency_sensitive",
                "gpu_memory_gb": 16, "image": "nvcr.io/nvidia/tritonserver:25.01-py3"}
-    body = submit(api, engineer, answers, name="chat")
+    body = request_submit_via_api(api, engineer, name="chat", answers=answers)
     assert Decision.from_json(body["decision"]).lease is None and not [r for r in Decision.from_json(body["decision"]).reasons if r.field == "lease"]
 
 
@@ -76,8 +62,8 @@ def test_the_owner_extends_within_the_maximum_and_nobody_else_does(
 ):
     teammate = make_user("tess", "engineer", team_a)
     outsider = make_user("otto", "engineer")
-    body = submit(api, engineer)
-    approved = approve(body["id"], platform_user, django_capture_on_commit_callbacks)
+    body = request_submit_via_api(api, engineer, name="notebook", answers=NOTEBOOK)
+    approved = request_approve_now(body["id"], platform_user, django_capture_on_commit_callbacks)
     left = (approved.lease_expires_at - timezone.now()).total_seconds()
     assert 7 * DAY - 60 < left <= 7 * DAY
     url = f"/api/v1/requests/{body['id']}/extend-lease/"
@@ -100,8 +86,8 @@ def test_the_owner_extends_within_the_maximum_and_nobody_else_does(
 def test_the_request_page_shows_time_left_and_the_owner_extends_there(
     api, engineer, team_a, platform_user, inventory, django_capture_on_commit_callbacks
 ):
-    body = submit(api, engineer)
-    approved = approve(body["id"], platform_user, django_capture_on_commit_callbacks)
+    body = request_submit_via_api(api, engineer, name="notebook", answers=NOTEBOOK)
+    approved = request_approve_now(body["id"], platform_user, django_capture_on_commit_callbacks)
     GpuRequest.objects.filter(pk=body["id"]).update(lease_expires_at=approved.lease_expires_at - timedelta(days=3))
     client = Client()
     client.force_login(engineer)
@@ -126,14 +112,6 @@ def east_on_fake(inventory, fake_kube):
     return Cluster.objects.get(name="gpu-east")
 
 
-@pytest.fixture
-def webhook():
-    receiver = start_receiver()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
-
-
 def test_an_expired_development_grant_is_reminded_once_then_torn_down_on_the_cluster(
     api, engineer, team_a, platform_user, east_on_fake, fake_kube, webhook, eager_celery,
     django_capture_on_commit_callbacks
@@ -142,8 +120,8 @@ def test_an_expired_development_grant_is_reminded_once_then_torn_down_on_the_clu
     team_a.refresh_from_db()
     team_a.notification_email = "team-a@example.com"
     team_a.save()
-    body = submit(api, engineer)
-    granted = approve(body["id"], platform_user, django_capture_on_commit_callbacks)
+    body = request_submit_via_api(api, engineer, name="notebook", answers=NOTEBOOK)
+    granted = request_approve_now(body["id"], platform_user, django_capture_on_commit_callbacks)
     mine = f"gpu-portal.io/request-id={granted.pk}"
     assert granted.status == "provisioning" and fake_kube.find("apps/v1", "Deployment", None, mine)
 

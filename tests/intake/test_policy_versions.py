@@ -19,7 +19,7 @@ def sign_off(user, draft):
 def test_a_draft_copies_the_rules_and_signing_off_makes_it_current(platform_user, engineer, team_a, inventory):
     before = request_submit(user=engineer, team=team_a, name="before", raw_answers=VALID_ANSWERS)
     draft = policy_version_draft_create(user=platform_user, notes="inference to whole GPUs")
-    assert draft.number == 2 and draft.rules.count() == 7
+    assert draft.number == 2 and draft.rules.count() == 10
     Rule.objects.filter(version=draft, key="inference-shared-latency").update(outcome={"strategy": "whole_gpu"})
 
     sign_off(platform_user, draft)

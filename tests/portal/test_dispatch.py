@@ -9,7 +9,7 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
-from portal.dispatch import send_after_commit, send_now
+from portal.dispatch import send_on_commit, send_now
 from tests.faults.harness import free_port
 
 
@@ -40,12 +40,12 @@ def test_work_is_sent_only_when_the_transaction_commits_and_then_runs_its_follow
     queue.delete("dispatch-test")
     sent = []
     with transaction.atomic():
-        send_after_commit(noop, 1, then=lambda: sent.append(1))
+        send_on_commit(noop, 1, then=lambda: sent.append(1))
         assert queue.llen("dispatch-test") == 0 and sent == []
     assert queue.llen("dispatch-test") == 1 and sent == [1]
 
     with pytest.raises(RuntimeError), transaction.atomic():
-        send_after_commit(noop, 2, then=lambda: sent.append(2))
+        send_on_commit(noop, 2, then=lambda: sent.append(2))
         raise RuntimeError("rolled back")
     assert queue.llen("dispatch-test") == 1 and sent == [1]  # a rolled-back change sends nothing
     queue.delete("dispatch-test")

@@ -13,17 +13,8 @@ from django.utils import timezone
 from portal.models import Notice
 from portal.outbox import outboxes
 from portal.tasks import NOTICE_MAX_ATTEMPTS, outbox_sweep
-from tests.support.webhook import start_receiver
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def webhook():
-    receiver = start_receiver()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
 
 
 def notice(team, url, key, **fields) -> Notice:

@@ -18,6 +18,7 @@ from intake.services import request_approve
 from portal.api.prototypes import represent, validate
 from portal.errors import PermissionDenied
 from tests.conftest import VALID_ANSWERS
+from tests.factories import request_submit_via_api
 
 pytestmark = pytest.mark.django_db
 
@@ -25,21 +26,14 @@ NOTEBOOK = {"workload_class": "development", "tenancy": "multi_tenant", "latency
             "gpu_memory_gb": 8, "image": "ghcr.io/example/notebook:1.0"}
 
 
-def submit(api, user, name, answers=VALID_ANSWERS):
-    response = api(user).post("/api/v1/requests/", {"team": "team-a", "name": name, "answers": answers},
-                              format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()["id"]
-
-
 @pytest.fixture
 def requests_in_several_states(api, engineer, platform_user, inventory, django_capture_on_commit_callbacks):
     """A pending request, an approved one with a lease and its approval events, and a rejected one."""
-    pending = submit(api, engineer, "pending")
-    leased = submit(api, engineer, "leased", NOTEBOOK)
+    pending = request_submit_via_api(api, engineer, name="pending")["id"]
+    leased = request_submit_via_api(api, engineer, name="leased", answers=NOTEBOOK)["id"]
     with django_capture_on_commit_callbacks(execute=True):
         request_approve(user=platform_user, request_id=leased, comment="ok")
-    rejected = submit(api, engineer, "rejected")
+    rejected = request_submit_via_api(api, engineer, name="rejected")["id"]
     assert api(platform_user).post(f"/api/v1/requests/{rejected}/reject/", {"comment": "no"},
                                    format="json").status_code == 200
     return [pending, leased, rejected]

@@ -16,6 +16,7 @@ from intake.models import GpuRequest
 from intake.services import request_approve, request_cancel, request_submit
 from provisioning.models import AppliedObject, Cluster, ProvisioningJob
 from tests.conftest import VALID_ANSWERS
+from tests.factories import request_approve_now as approve
 
 pytestmark = pytest.mark.django_db
 
@@ -31,13 +32,6 @@ def east_on_fake(inventory, fake_kube):
                  stdout=out)
     assert "registered" not in out.getvalue() and "updated" in out.getvalue()
     return Cluster.objects.get(name="gpu-east")
-
-
-def approve(gpu_request, approver, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        request_approve(user=approver, request_id=gpu_request.pk)
-    gpu_request.refresh_from_db()
-    return gpu_request
 
 
 def test_approval_applies_the_objects_with_server_side_apply(

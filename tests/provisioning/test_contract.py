@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = "gpu.example.com"
 # A key of the contract written out as a string: the domain's form or the tail of an f-string (f"{d}/team").
 _KEY = re.compile(r"^(gpu-portal\.io)?/(request-id|gpu-equivalents|gpu-model|devices|mig-profile|workload-class|"
-                  r"cost-center|team|cluster|strategy|pool|owner)$|^app\.kubernetes\.io/managed-by$")
+                  r"cost-center|team|cluster|strategy|pool|owner|checkpoint-grace-seconds)$|^app\.kubernetes\.io/managed-by$")
 # The contract itself; Backstage's catalog annotations are another system's entity, written by intake (below
 # provisioning), which shares only the domain's spelling.
 EXEMPT = {"provisioning/contract.py", "intake/backstage.py"}
@@ -84,7 +84,7 @@ def test_reconciliation_metering_and_discovery_read_one_pod_alike():
     assert [(p.request_id, p.team) for p in parse_pods([labelled, unlabelled])] == [(7, "team-b"), (None, "")]
     assert request_id_of(unlabelled, contract.DEFAULT_LABEL_DOMAIN) is None
     usage = pod_usage(_pod(), label_domain=DOMAIN)
-    assert (usage.request_id, usage.team, usage.gpu_model, usage.mig_profile, usage.devices,
+    assert (usage.claimed_request_id, usage.team, usage.gpu_model, usage.mig_profile, usage.devices,
             usage.annotated_equivalents) == (42, "team-a", "H200-141GB", "1g.18gb", 1, "0.142857")
 
 
@@ -116,3 +116,30 @@ def test_metering_and_capacity_count_a_slice_as_the_decision_does():
     offered = equivalents_per_unit("nvidia.com/mig-1g.18gb", sharing_mode="mig", model=h200, replicas=None)
 
     assert decided == metered == offered == Fraction(1, 7)
+
+
+def _owned(namespace: str, uid: str, *refs: tuple[str, str, str, bool]) -> contract.Identity:
+    obj = {"metadata": {"namespace": namespace, "name": f"o-{uid}", "uid": uid, "ownerReferences": [
+        {"kind": kind, "name": name, "uid": ref_uid, "controller": controller} for kind, name, ref_uid, controller in refs]}}
+    return contract.pod_identity(obj, DOMAIN)
+
+
+def test_a_pod_is_billed_as_a_request_only_through_its_controllers_up_to_what_the_portal_applied():
+    applied = {"dep-1": contract.AppliedOwner(request_id=7, kind="Deployment", namespace="gpu-a")}
+    replica_set = _owned("gpu-a", "rs-1", ("Deployment", "serve", "dep-1", True))
+    owners = contract.Owners(applied=applied, between={"rs-1": replica_set})
+    pod = _owned("gpu-a", "p", ("ReplicaSet", "o-rs-1", "rs-1", True))
+    assert contract.applied_request_id(pod, owners) == 7
+    # Not the controller, two controllers (invalid), another namespace, a kind other than the one applied, or a
+    # link that is not what it names: nothing.
+    assert contract.applied_request_id(_owned("gpu-a", "p", ("ReplicaSet", "o-rs-1", "rs-1", False)), owners) is None
+    assert contract.applied_request_id(_owned("gpu-a", "p", ("ReplicaSet", "o-rs-1", "rs-1", True),
+                                              ("Deployment", "serve", "dep-1", True)), owners) is None
+    assert contract.applied_request_id(_owned("gpu-b", "p", ("Deployment", "serve", "dep-1", True)), owners) is None
+    assert contract.applied_request_id(_owned("gpu-a", "p", ("Job", "serve", "dep-1", True)), owners) is None
+    assert contract.applied_request_id(_owned("gpu-a", "p", ("ReplicaSet", "other", "rs-1", True)), owners) is None
+    elsewhere = contract.Owners(applied=applied, between={"rs-1": _owned("gpu-b", "rs-1", ("Deployment", "serve",
+                                                                                            "dep-1", True))})
+    assert contract.applied_request_id(pod, elsewhere) is None
+    # Labels play no part.
+    assert contract.applied_request_id(contract.pod_identity(_pod(), DOMAIN), owners) is None

@@ -50,3 +50,33 @@ def test_training_on_the_dra_cluster_renders_claims_and_a_native_gang(api, engin
     assert ("resource.k8s.io/v1", "ResourceClaimTemplate") in kinds
     assert ("scheduling.k8s.io/v1alpha2", "Workload") in kinds and ("scheduling.k8s.io/v1alpha2", "PodGroup") in kinds
     assert validate_objects(objects, "1.36") == len(objects)
+
+
+def test_the_team_admission_policy_admits_every_request_the_team_runs_there(api, engineer, platform_user, team_a,
+                                                                           inventory):
+    """Issue 23 item 8, through the API: on a cluster without Kueue whose API server serves admission policies (as
+    discovery recorded it), a request's manifests carry the team's ValidatingAdmissionPolicy, whose approvals list
+    this request and the team's other approved one on the same cluster; none where the API is not served."""
+    from intake.services import request_approve
+    from provisioning.inventory import team_quota_set
+    from provisioning.models import Cluster
+
+    team_quota_set(team=team_a, strategy="mig", gpu_equivalents=4)
+    first = request_submit(user=engineer, team=team_a, name="chat", raw_answers=VALID_ANSWERS)
+    if first.status == "pending_approval":
+        request_approve(user=platform_user, request_id=first.pk)
+    pending = request_submit(user=engineer, team=team_a, name="chat-two", raw_answers=VALID_ANSWERS)
+    Cluster.objects.filter(name=first.decision.cluster).update(serves_admission_policies=True)
+
+    objects = api(engineer).get(f"/api/v1/requests/{pending.pk}/manifests/").json()
+
+    policy = next(o for o in objects if o["kind"] == "ValidatingAdmissionPolicy")
+    owners = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "owners")
+    assert f"'{first.pk}': 'ReplicaSet/chat-r{first.pk}-'" in owners and f"'{pending.pk}': " in owners
+    binding = next(o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert validate_objects(objects, "1.35") == len(objects)
+
+    Cluster.objects.filter(name=first.decision.cluster).update(serves_admission_policies=False)
+    objects = api(engineer).get(f"/api/v1/requests/{pending.pk}/manifests/").json()
+    assert "ValidatingAdmissionPolicy" not in {o["kind"] for o in objects}

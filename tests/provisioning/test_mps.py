@@ -15,7 +15,7 @@ from intake.models import Rule
 from intake.policy_review import policy_version_diff
 from intake.services import policy_version_draft_create
 from provisioning.inventory_sync import inventory_sync
-from provisioning.models import Cluster, Node, NodePool
+from provisioning.models import AppliedObject, Cluster, Node, NodePool
 from provisioning.selectors import capacity_of
 from kubesim import nodes as k
 from tests.provisioning.live_fixtures import live_fake  # noqa: F401
@@ -130,6 +130,12 @@ def test_metering_prices_an_mps_pod_as_a_share_of_the_pool(mps_cluster, engineer
     pod["metadata"]["labels"] |= {"gpu-portal.io/strategy": "mps", "gpu-portal.io/cluster": "gpu-east"}
     pod["metadata"]["annotations"] = {"gpu-portal.io/gpu-equivalents": "0.250000", "gpu-portal.io/gpu-model": "H100-80GB",
                                       "gpu-portal.io/devices": "1"}
+    # Its Deployment is one the portal applied (metering bills a pod through its owner, docs/chargeback.md).
+    deployment = AppliedObject.objects.create(
+        request=request, cluster=Cluster.objects.get(name="gpu-east"), api_version="apps/v1", kind="Deployment",
+        namespace=pod["metadata"]["namespace"], name="notebook", uid="deployment-uid-1", applied_at=request.created_at)
+    pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.name,
+                                           "uid": deployment.uid, "controller": True}]
     live_fake.put(pod)
 
     usage_collect(cluster_name="gpu-east")

@@ -26,7 +26,7 @@ URL = "/api/v1/register/"
 ITEM_KEYS = {"area", "subject", "state", "verdict", "owner", "signed_off_by", "signed_off_at", "rationale",
              "evidence", "notes"}
 AREAS = ["sharing_strategy", "scheduling_model", "gang_scheduling", "tenant_isolation", "driver_lifecycle",
-         "chargeback_coverage"]
+         "chargeback_coverage", "preemption"]
 
 
 def test_only_the_platform_team_reads_the_register(api, inventory, engineer, finance_user, platform_user):

@@ -19,7 +19,7 @@ EXAMPLE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "register.md"
 START, END = "<!-- register-example:start -->", "<!-- register-example:end -->"
 HEADINGS = ["# Platform decision register", "## 1. Sharing strategy per workload class",
             "## 2. Scheduling model per cluster and pool", "## 3. Gang scheduling per cluster", "## 4. Tenant isolation",
-            "## 5. Driver lifecycle", "## 6. Chargeback coverage"]
+            "## 5. Driver lifecycle", "## 6. Chargeback coverage", "## 7. Preemption"]
 TABLE = "| verdict | subject | state | owner | signed off | evidence |"
 
 
@@ -44,7 +44,7 @@ def test_the_markdown_has_one_heading_and_table_per_section(inventory, engineer,
     shape = structure(text)
     assert shape["headings"] == HEADINGS[:3] + ["### Migration to DRA: what would change for the live requests"] \
         + HEADINGS[3:]
-    assert shape["tables"] == 6
+    assert shape["tables"] == 7
     assert ("inherited", "gpu-east/h100-train") in shape["rows"]
     assert re.search(r"^- #\d+ team-a/chat \(running, mig\): adds `ResourceClaimTemplate/gpu-team-a/chat-r\d+-gpu`",
                      text, re.M)
@@ -64,7 +64,7 @@ def test_the_command_prints_markdown_or_json(inventory, tmp_path):
     out = StringIO()
     call_command("register_export", "--format", "json", "--days", "7", stdout=out)
     body = json.loads(out.getvalue())
-    assert body["window"]["days"] == 7 and len(body["sections"]) == 6
+    assert body["window"]["days"] == 7 and len(body["sections"]) == 7
 
     target = tmp_path / "register.md"
     call_command("register_export", "--output", str(target), stderr=StringIO())

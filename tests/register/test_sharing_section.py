@@ -34,7 +34,8 @@ def test_every_rule_is_decided_and_every_uncovered_combination_is_inherited(inve
     rules = [i for i in section["items"] if i["subject"].startswith(("route ", "guardrail "))]
     assert [i["subject"] for i in rules] == [
         "guardrail regulated-never-time-sliced", "guardrail regulated-multitenant-fabric",
-        "guardrail development-lease", "route training-dedicated-batch", "route inference-shared-latency", "route development-standard",
+        "guardrail development-lease", "guardrail inference-priority", "guardrail training-priority",
+        "guardrail development-priority", "route training-dedicated-batch", "route inference-shared-latency", "route development-standard",
         "route development-regulated"]
     assert {(i["verdict"], i["owner"], i["signed_off_by"]) for i in rules} == {("decided", "platform-team", INITIAL)}
     route = item(section, "route inference-shared-latency")
@@ -47,11 +48,11 @@ def test_every_rule_is_decided_and_every_uncovered_combination_is_inherited(inve
     assert {(i["verdict"], i["owner"], i["signed_off_at"]) for i in combinations} == {("inherited", None, None)}
     regulated = item(section, "training / multi tenant / batch / regulated")
     assert regulated["state"] == ("no route: platform default (whole GPU), then guardrail regulated-never-time-sliced, "
-                                  "regulated-multitenant-fabric")
+                                  "regulated-multitenant-fabric, training-priority")
     assert regulated["evidence"]["answers"] == {"workload_class": "training", "tenancy": "multi_tenant",
                                                 "latency": "batch", "data_sensitivity": "regulated"}
     assert section["summary"]["combinations"] == 24 and section["summary"]["falling_through"] == 12
-    assert section["counts"] == {"decided": 7, "inherited": 12, "conflict": 0}
+    assert section["counts"] == {"decided": 10, "inherited": 12, "conflict": 0}
 
 
 def test_requests_that_took_the_platform_default_are_counted_per_combination(inventory, engineer, team_a, place):

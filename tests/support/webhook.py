@@ -10,6 +10,7 @@ import ipaddress
 import json
 import socket
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -94,3 +95,12 @@ def start_receiver(host: str = RECEIVER_HOST) -> WebhookReceiver:
     receiver = WebhookReceiver(server=server)
     threading.Thread(target=server.serve_forever, name="webhook-receiver", daemon=True).start()
     return receiver
+
+
+@pytest.fixture
+def webhook() -> Iterator[WebhookReceiver]:
+    """A team's webhook endpoint: a receiver on the allowed address, recording what it is sent."""
+    receiver = start_receiver()
+    yield receiver
+    receiver.server.shutdown()
+    receiver.server.server_close()

@@ -50,6 +50,18 @@ class LeaseSerializer(serializers.Serializer):
     rule = CharField(allow_null=True, help_text="the rule that set the lease's terms; null: only the answer")
 
 
+class PrioritySerializer(serializers.Serializer):
+    tier = CharField(help_text="production-inference, training or development (highest first)")
+    preemptible = serializers.BooleanField(help_text="whether higher-priority work may stop it")
+    preempts = serializers.BooleanField(help_text="whether it may stop lower-priority work (false: "
+                                                  "preemptionPolicy Never)")
+    grace_seconds = IntegerField(help_text="seconds between SIGTERM and SIGKILL to checkpoint "
+                                           "(terminationGracePeriodSeconds)")
+    min_runtime_minutes = IntegerField(allow_null=True, help_text="the policy's minimum runtime before preemption")
+    min_runtime_enforced = serializers.BooleanField(help_text="whether the cluster's scheduler holds that minimum")
+    rule = CharField(allow_null=True, help_text="the rule that decided it")
+
+
 class BudgetImpactSerializer(serializers.Serializer):
     budget = serializers.IntegerField()
     team = CharField()
@@ -93,6 +105,8 @@ class DecisionSerializer(serializers.Serializer):
     multi_node = MultiNodeSerializer(allow_null=True, default=None)
     driver = DriverSerializer(allow_null=True)
     lease = LeaseSerializer(allow_null=True, default=None, help_text="the grant's lease; null: none")
+    priority = PrioritySerializer(allow_null=True, default=None,
+                                  help_text="priority and preemption from the policy; null: the scheduler's defaults")
     budget = BudgetImpactSerializer(allow_null=True, default=None,
                                     help_text="the team's budget forecast this month with this request approved too "
                                               "(at the time of the decision); null: no budget")

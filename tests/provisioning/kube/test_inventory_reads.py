@@ -17,11 +17,12 @@ from provisioning.kube.inventory_reads import (
     list_resource_slices,
     patch_node,
     served_group_versions,
+    serves_admission_policies,
 )
 from kubesim import nodes as k
 from kubesim import paging
 from kubesim.server import FakeKubeAPI
-from kubesim.resources import CUSTOM_RESOURCES
+from kubesim.resources import CUSTOM_RESOURCES, ServedResource
 
 
 def test_resource_slices_and_claims_come_back_as_plain_dicts(fake_kube, kube_client):
@@ -56,6 +57,13 @@ def test_no_gang_scheduler_on_a_bare_1_34_cluster():
         with KubeClient(ClusterConnection(server=fake.url, token="t", ca_cert=fake.ca_pem, request_timeout=2.0)) as kube:
             assert installed_gang_schedulers(kube) == []
             assert "scheduling.k8s.io" in served_group_versions(kube)  # v1 PriorityClass only
+
+
+def test_admission_policies_are_found_only_where_the_api_server_serves_them(fake_kube, kube_client):
+    assert serves_admission_policies(kube_client, served_group_versions(kube_client)) is False
+    fake_kube.install(ServedResource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies",
+                                     "ValidatingAdmissionPolicy", False))
+    assert serves_admission_policies(kube_client, served_group_versions(kube_client)) is True
 
 
 def test_kai_and_kueue_are_recognised(fake_kube, kube_client):

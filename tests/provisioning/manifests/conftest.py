@@ -12,5 +12,8 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.write_line(
         f"render matrix: {counted['rendered']} cases rendered, {counted['refused']} refused, "
-        f"{counted['validated']} objects schema-validated, {counted['semantic']} checked against their cluster"
+        f"{counted['validated']} objects schema-validated, {counted['semantic']} checked against their cluster, "
+        f"{counted.get('queued', 0)} GPU workloads through a Kueue LocalQueue, "
+        f"{counted.get('policies', 0)} team ValidatingAdmissionPolicies (each with its binding), "
+        f"{counted.get('priority_fields', 0)} priority fields checked"
     )

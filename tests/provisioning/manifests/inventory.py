@@ -93,7 +93,7 @@ _INVENTORIES: dict[str, Inventory] = {}
 def inventory_for(cluster: ClusterProfile, *, model: str = MODEL, nodes: int = NODES_PER_POOL) -> Inventory:
     """Built once per distinct pool and backend (the matrix has 480), so the checker's device cache is reused."""
     key = repr((cluster.pool, cluster.scheduling_model, cluster.gang_scheduler, cluster.gang_queue,
-                cluster.gang_scheduler_owns_gpu_nodes, cluster.kubernetes_version, cluster.feature_gates, model,
+                cluster.gang_scheduler_owns_gpu_nodes, cluster.kubernetes_version, cluster.feature_gates, model, cluster.admission_policies,
                 nodes))  # fmt: skip
     if key not in _INVENTORIES:
         _INVENTORIES[key] = build_inventory(cluster, model=model, nodes=nodes)
@@ -112,6 +112,8 @@ def build_inventory(cluster: ClusterProfile, *, model: str = MODEL, nodes: int =
         crds.add(COMPUTE_DOMAIN_CRD)
     return Inventory(
         kueue_device_class_mappings=kueue_mappings(cluster) if cluster.gang_scheduler == "kueue" else None,
+        kueue=cluster.gang_scheduler == "kueue",
+        admission_policies=cluster.admission_policies and cluster.gang_scheduler != "kueue",
         nodes=pool_nodes,
         device_classes=tuple(classes),
         resource_slices=tuple(pool_slice(cluster, n, model) for n in pool_nodes) if dra else (),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from provisioning.manifests.spec import ClusterProfile, GangSpec, NetworkPeer, PoolProfile, RequestSpec, TeamSpec
+from provisioning.manifests.spec import (ClusterProfile, GangSpec, NetworkPeer, PoolProfile, PrioritySpec, RequestSpec,
+                                         TeamSpec)
 
 VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 SCHEDULING_MODELS = ("device_plugin", "dra")
@@ -88,6 +89,16 @@ POOLS = {
     ),
 }
 EQUIVALENTS = {"whole_gpu": "1", "mig": "0.142857", "time_slicing": "0.25", "mps": "0.25"}
+# The shipped policy's priority per workload class (intake/default_policy.py), as the renderer receives it: every
+# case renders its tier's PriorityClass, and a Kueue gang its WorkloadPriorityClass.
+PRIORITIES = {
+    "training": PrioritySpec(tier="training", value=10000, preemptible=True, grace_seconds=600,
+                             min_runtime_minutes=120),
+    "inference": PrioritySpec(tier="production-inference", value=100000, preemptible=False, grace_seconds=60),
+    "development": PrioritySpec(tier="development", value=1000, preemptible=True, preempts=False, grace_seconds=300),
+}
+# 1.36 writes a native PodGroup's priority only where the cluster declares WorkloadAwarePreemption (priority.py).
+NATIVE_PRIORITY_GATE = {"1.36": ("WorkloadAwarePreemption",)}
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ def make_request(strategy: str, shape: str, backend: str, variant: str, request_
         gang=gang,
         driver_min_major=550 if variant.endswith("driver") else None,
         gpu_equivalents_per_replica=str(equivalents) if devices == 1 else f"{float(equivalents) * devices:.6f}",
+        priority=PRIORITIES[workload_class],
     )
 
 
@@ -150,14 +162,15 @@ def make_team(scheduling_model: str = "device_plugin") -> TeamSpec:
 
 
 def expected_error(shape: str, backend: str, version: str, strategy: str = "", model: str = "") -> str | None:
+    if backend == "kueue" and model == "dra" and strategy == "mps":
+        # Kueue admits every GPU workload of its cluster and takes no claim config: no MPS server, a plain whole GPU
+        return "could not start an MPS server"
     if shape != "training_gang":
         return None
     if backend == "none":
         return "no gang scheduler"
     if backend == "native" and version == "1.34":
         return "no native gang scheduling"
-    if backend == "kueue" and model == "dra" and strategy == "mps":
-        return "could not start an MPS server"  # Kueue takes no claim config: no MPS server, a plain whole GPU
     return None
 
 
@@ -179,7 +192,9 @@ def cases() -> list[Case]:
             ingress_controller=None if variant == "plain" else INGRESS_CONTROLLER,
             metrics_scraper=None if variant == "plain" else METRICS_SCRAPER,
             # The native gang needs its (off by default) gates declared; their absence is tested on its own.
-            feature_gates=NATIVE_GATES.get(version, ()) if backend == "native" else (),
+            feature_gates=(NATIVE_GATES.get(version, ()) + NATIVE_PRIORITY_GATE.get(version, ())
+                           if backend == "native" else ()),
+            admission_policies=True,  # every supported minor serves admissionregistration.k8s.io/v1 policies
         )
         found.append(
             Case(
@@ -193,10 +208,18 @@ def cases() -> list[Case]:
     return found
 
 
+def priority_object_count(case: Case) -> int:
+    """The tier's PriorityClass, and a Kueue gang's WorkloadPriorityClass."""
+    return 1 + (1 if case.request.gang and case.request.gang.backend == "kueue" else 0)
+
+
 def expected_object_count(case: Case) -> int:
     """Objects render_all must return for a case, counted from the rules rather than from the renderer."""
     team_objects = 2 + (1 if case.cluster.gang_scheduler in ("kueue", "kai", "volcano") else 0)
     team_objects += 1 + (1 if case.cluster.ingress_controller else 0)  # default-deny, ingress-controller policies
+    if case.cluster.admission_policies and case.cluster.gang_scheduler != "kueue":
+        team_objects += 2  # ValidatingAdmissionPolicy + binding (issue 23 item 8)
+    team_objects += priority_object_count(case)
     claim = 1 if case.cluster.scheduling_model == "dra" else 0
     workload_class = case.request.workload_class
     if workload_class == "training":

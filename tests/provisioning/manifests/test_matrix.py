@@ -19,15 +19,17 @@ from provisioning.manifests.labels import selector_for_request
 from tests.support.semantic import assert_schedulable
 
 from .inventory import admitted_for, inventory_for
-from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count
+from .priority_fields import check_priority_fields, expected_priority_fields
+from .matrix import BACKENDS, POOLS, SCHEDULING_MODELS, SHAPES, cases, expected_object_count, priority_object_count
 
 CASES = cases()
 # The count the matrix must validate, computed by hand from the rules in matrix.expected_object_count():
 # 6 strategy variants x 2 models x 5 backends x 4 versions x 4 shapes x 4 isolation variants = 3840 cases, of
 # which 6*2*4 (backend none) * 4 versions + 6*2*4 (native on 1.34) = 240 training-gang cases must be refused, and
-# the 4 versions x 4 isolation variants = 16 MPS gangs on DRA under Kueue (no claim config: no MPS server): 256.
+# on DRA under Kueue every MPS case (no claim config: no MPS server; Kueue admits every GPU workload of its cluster,
+# issue 23 item 7): 4 shapes x 4 versions x 4 isolation variants = 64: 304.
 EXPECTED_CASES = 3840
-EXPECTED_REFUSALS = 256
+EXPECTED_REFUSALS = 304
 # Objects schema-validated, by hand: the 6 strategy variants x 4 isolation variants do not change counts (x24).
 # Per (backend, version), the three non-gang shapes give 6T + 15 objects over both models (T = team objects:
 # 3 with a queue for volcano/kai/kueue, else 2; +1 ResourceClaim(Template) under DRA): 153 per version, 612.
@@ -35,18 +37,42 @@ EXPECTED_REFUSALS = 256
 # (612 + 185) x 24 = 19128 before NetworkPolicies. Every rendered case (3840 - 240 = 3600) adds a
 # default-deny-ingress policy, and the three isolation variants other than "plain" declare an ingress controller,
 # adding its policy (3 x 900). 19128 + 3600 + 2700 = 25428. Less the 16 refused MPS-on-DRA Kueue gangs: 4 versions x
-# (6 objects + a default-deny policy, + an ingress policy in 3 of the 4 variants) = 4 x 31 = 124: 25304.
-EXPECTED_VALIDATED = 25304
+# (6 objects + a default-deny policy, + an ingress policy in 3 of the 4 variants) = 4 x 31 = 124: 25304. Less the
+# 48 refused MPS-on-DRA Kueue non-gang cases: per version, over the 4 variants, team objects 4 + 3 x 5 = 19 per shape
+# plus 4 claim templates and the shape's own objects x4 (single training 2, inference 3, development 1): 31 + 35 + 27
+# = 93, x4 versions = 372: 24932. Clusters without Kueue (every matrix cluster serves admission policies) add a
+# ValidatingAdmissionPolicy and its binding per case (issue 23 item 8): 4 backends x 6 x 2 x 4 x 4 x 4 = 3072 cases,
+# less the 240 refused (backend none, native on 1.34) = 2832 cases, x2 = 5664: 30596.
+# Priority (matrix.PRIORITIES): every rendered case (3536) adds its tier's PriorityClass, and each rendered Kueue
+# gang (6 strategies x 2 models x 4 versions x 4 variants = 192, less the 16 refused) its WorkloadPriorityClass
+# (176): 30596 + 3536 + 176 = 34308.
+EXPECTED_VALIDATED = 34308
 # Objects a semantic rule examined (every object but Namespaces, NetworkPolicies, Services and PDBs), by hand:
 # per case ResourceQuota 1 + queue Q (1 for volcano/kai/kueue) + claim template D (1 under DRA) + gang objects +
 # the workload 1. Non-gang shapes over both models: 3 x (5 + 2Q) per version: 21 (Q=1, x3 backends) + 15 (x2) =
 # 93, x4 versions = 372. Gang training over both models and versions: volcano 4x(4+5) = 36, kai 36,
 # kueue 4x(3+4) = 28, native (3+4) + 2x(4+5) = 25: 125. (372 + 125) x 24 = 11928, less the 16 refused MPS-on-DRA
-# Kueue gangs (quota, LocalQueue, claim template, Job: 4 each): 11864.
-EXPECTED_SEMANTIC = 11864
+# Kueue gangs (quota, LocalQueue, claim template, Job: 4 each): 11864, less the 48 refused MPS-on-DRA Kueue non-gang
+# cases (quota, LocalQueue, claim template, workload: 4 each): 11672, plus the 2832 policies and 2832 bindings the
+# admission-policy rule examines: 17336. The priority rule examines the 3536 PriorityClasses and 176
+# WorkloadPriorityClasses: 17336 + 3536 + 176 = 21048.
+EXPECTED_SEMANTIC = 21048
+# ValidatingAdmissionPolicies (each with its binding) rendered and checked: one per case without Kueue, 2832.
+EXPECTED_POLICIES = 2832
+# GPU workloads that go through the team's Kueue LocalQueue (issue 23 item 7): every rendered case on a Kueue
+# cluster, gang or not: 6 strategy variants x 2 models x 4 versions x 4 shapes x 4 isolation variants = 768, less
+# the 64 refused MPS-on-DRA cases: 704.
+EXPECTED_QUEUED = 704
+# Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
+# over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
+# = 72, kueue 4 x (gang 3 + 3 x 2) = 36, native 4 x 3 x 2 + gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2
+# = 24: 232 x 48 = 11136, less the 16 refused MPS-on-DRA Kueue gangs (3 each) and the 48 refused MPS-on-DRA Kueue
+# non-gang cases (2 each): 10992.
+EXPECTED_PRIORITY_FIELDS = 10992
 
 FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
-COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0}
+COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0, "queued": 0, "policies": 0,
+                          "priority_fields": 0}
 
 
 def _family(shape: str, strategy: str, model: str, backend: str) -> list:
@@ -63,10 +89,11 @@ def expected_semantic_count(case) -> int:
     """Objects the semantic checker must examine for a case, counted from the rules rather than from the checker."""
     backend, minor = case.cluster.gang_scheduler, case.cluster.kubernetes_version
     count = 1 + (1 if backend in ("volcano", "kai", "kueue") else 0)  # ResourceQuota, team queue
+    count += 2 if case.cluster.admission_policies and backend != "kueue" else 0  # admission policy + binding
     count += 1 if case.cluster.scheduling_model == "dra" else 0  # ResourceClaimTemplate
     if case.request.gang:
         count += {"volcano": 1, "kai": 1, "kueue": 0, "native": 1 if minor == "1.35" else 2}[backend]
-    return count + 1  # the workload
+    return count + priority_object_count(case) + 1  # priority classes, the workload
 
 
 def test_matrix_size():
@@ -83,12 +110,15 @@ def test_hand_counts_agree_with_the_rules():
     rendered = [case for case in CASES if case.error is None]
     assert sum(expected_object_count(case) for case in rendered) == EXPECTED_VALIDATED
     assert sum(expected_semantic_count(case) for case in rendered) == EXPECTED_SEMANTIC
+    assert sum(1 for case in rendered if case.cluster.gang_scheduler == "kueue") == EXPECTED_QUEUED
+    assert sum(1 for case in rendered if case.cluster.gang_scheduler != "kueue") == EXPECTED_POLICIES
+    assert sum(expected_priority_fields(case) for case in rendered) == EXPECTED_PRIORITY_FIELDS
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=["-".join(family) for family in FAMILIES])
 def test_family(family):
     family_cases = _family(*family)
-    validated = semantic = refused = 0
+    validated = semantic = refused = queued = policies = priority_fields = 0
     for case in family_cases:
         if case.error:
             with pytest.raises(RenderError) as refusal:
@@ -102,14 +132,54 @@ def test_family(family):
         assert len(objects) == expected_object_count(case), (case.id, [o["kind"] for o in objects])
         assert report.objects_checked == expected_semantic_count(case), (case.id, report.objects_checked)
         _check_invariants(case, objects)
+        queued += _queued_through_kueue(case, objects)
+        policies += _admission_policy(case, objects)
+        fields = check_priority_fields(case, objects)
+        assert fields == expected_priority_fields(case), (case.id, fields)
+        priority_fields += fields
         validated += len(objects)
         semantic += report.objects_checked
     rendered = [case for case in family_cases if case.error is None]
     assert validated == sum(expected_object_count(case) for case in rendered)
     assert semantic == sum(expected_semantic_count(case) for case in rendered)
+    assert queued == sum(1 for case in rendered if case.cluster.gang_scheduler == "kueue")
+    assert policies == sum(1 for case in rendered if case.cluster.gang_scheduler != "kueue")
     for key, value in (("rendered", len(rendered)), ("refused", refused), ("validated", validated),
-                       ("semantic", semantic)):  # fmt: skip
+                       ("semantic", semantic), ("queued", queued), ("policies", policies),
+                       ("priority_fields", priority_fields)):  # fmt: skip
         COUNTED[key] += value
+
+
+def _queued_through_kueue(case, objects) -> int:
+    """1 when the case's workload and its pods name the team's LocalQueue (asserted on every Kueue cluster)."""
+    if case.cluster.gang_scheduler != "kueue":
+        assert not any("kueue.x-k8s.io/queue-name" in str(o["metadata"].get("labels")) for o in objects), case.id
+        return 0
+    workload, (template,) = objects[-1], _pod_templates(objects)
+    queue = {"kueue.x-k8s.io/queue-name": "gpu-ml-research"}
+    assert queue.items() <= workload["metadata"]["labels"].items(), case.id
+    assert queue.items() <= template["metadata"]["labels"].items(), case.id
+    return 1
+
+
+def _admission_policy(case, objects) -> int:
+    """1 when a case without Kueue has the team's ValidatingAdmissionPolicy and binding, before the workload, and
+    its approvals name this request (asserted on every such case); a Kueue case has neither."""
+    kinds = [o["kind"] for o in objects]
+    if case.cluster.gang_scheduler == "kueue":
+        assert "ValidatingAdmissionPolicy" not in kinds and "ValidatingAdmissionPolicyBinding" not in kinds, case.id
+        return 0
+    policy, binding = (objects[kinds.index(k)] for k in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+    assert kinds.index("ValidatingAdmissionPolicy") < kinds.index("ValidatingAdmissionPolicyBinding") < len(kinds) - 1
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"] and binding["spec"]["validationActions"] == ["Deny"]
+    owners = next(v["expression"] for v in policy["spec"]["variables"] if v["name"] == "owners")
+    assert f"'{case.request.request_id}': " in owners, (case.id, owners)
+    return 1
+
+
+_TEAM_KINDS = ("Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy",
+               "ValidatingAdmissionPolicyBinding", "Queue", "LocalQueue", "PriorityClass",
+               "WorkloadPriorityClass")
 
 
 def _pod_templates(objects):
@@ -121,8 +191,9 @@ def _check_invariants(case, objects):
     request = case.request
     selector = selector_for_request(request.request_id, domain)
     kinds = [o["kind"] for o in objects]
-    # Apply order: namespace first, workload last.
+    # Apply order: namespace first, workload last; the priority classes before everything that names them.
     assert kinds[0] == "Namespace" and kinds[-1] in ("Job", "Deployment"), kinds
+    assert kinds.index("PriorityClass") < min(i for i, k in enumerate(kinds) if k not in _TEAM_KINDS), kinds
     for obj in objects[len(kinds) - _request_object_count(case, objects) :]:
         labels = obj["metadata"]["labels"]
         assert selector.items() <= labels.items(), (obj["kind"], labels)

@@ -187,14 +187,12 @@ def test_dra_time_slicing_config_only_where_the_driver_gate_is_declared():
     assert config["requests"] == ["gpu"] and config["opaque"]["driver"] == "gpu.nvidia.com"
     assert config["opaque"]["parameters"]["kind"] == "GpuConfig"
     assert config["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
-    # Kueue's DRA integration does not support per-request config, gate or not: none on the gangs it admits.
-    kueue = _render("ts_renamed-dra-kueue-1.36-training_gang-plain",
-                    cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
-    assert "config" not in kueue[0]["spec"]["spec"]["devices"]
-    # A Deployment on that cluster carries no queue label: Kueue leaves it alone, the driver's config applies.
-    served = _render("ts_renamed-dra-kueue-1.36-inference-plain",
-                     cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
-    assert served[0]["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["kind"] == "GpuConfig"
+    # Kueue's DRA integration does not support per-request config, gate or not: none on what it admits, which on a
+    # Kueue cluster is every GPU workload, Deployments included (issue 23 item 7).
+    for shape in ("training_gang", "inference"):
+        kueue = _render(f"ts_renamed-dra-kueue-1.36-{shape}-plain",
+                        cluster_changes={"dra_feature_gates": ("TimeSlicingSettings",)})
+        assert "config" not in kueue[0]["spec"]["spec"]["devices"]
 
 
 @pytest.mark.parametrize("strategy_variant", ["whole_gpu", "mig_mixed", "ts_renamed"])
@@ -249,6 +247,7 @@ def test_volcano_pods_join_the_group_by_annotation():
         "minMember": 4,
         "minResources": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"},
         "queue": "gpu-ml-research",
+        "priorityClassName": "gpu-portal-training",
     }
     assert pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == pod_group["metadata"]["name"]
     assert pod["spec"]["schedulerName"] == "volcano"
@@ -347,7 +346,8 @@ def test_team_quota_counts_extended_resources_and_dra_devices_per_class():
 
 def test_team_without_gpu_quota_gets_no_resource_quota():
     case = _case("whole_gpu-device_plugin-none-1.36-inference-plain")
-    assert _kinds(render_team(replace(make_team(), gpu_quota={}), case.cluster)) == ["Namespace", "NetworkPolicy"]
+    assert _kinds(render_team(replace(make_team(), gpu_quota={}), case.cluster)) == [
+        "Namespace", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
 
 
 def test_namespace_carries_team_and_sanitised_cost_centre():
@@ -386,13 +386,14 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
     [
         (
             "whole_gpu-dra-volcano-1.36-training_gang-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "Queue", "ResourceClaimTemplate", "PodGroup", "Service",
-             "Job"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Queue",
+             "PriorityClass", "ResourceClaimTemplate", "PodGroup", "Service", "Job"],
         ),
         (
             "whole_gpu-dra-native-1.37-training_gang-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "ResourceClaimTemplate", "Workload", "PodGroup", "Service",
-             "Job"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+             "PriorityClass", "ResourceClaimTemplate", "Workload",
+             "PodGroup", "Service", "Job"],
         ),
         (
             "mig_mixed-dra-kueue-1.35-inference-plain",
@@ -401,6 +402,7 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
                 "ResourceQuota",
                 "NetworkPolicy",
                 "LocalQueue",
+                "PriorityClass",
                 "ResourceClaimTemplate",
                 "Service",
                 "PodDisruptionBudget",
@@ -409,7 +411,8 @@ def test_kai_team_queue_is_a_leaf_under_the_platform_queue():
         ),
         (
             "ts_plain-device_plugin-none-1.34-development-plain",
-            ["Namespace", "ResourceQuota", "NetworkPolicy", "Deployment"],
+            ["Namespace", "ResourceQuota", "NetworkPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+             "PriorityClass", "Deployment"],
         ),
     ],
 )

@@ -293,6 +293,31 @@ def _break_feature_gates(objects, inventory, admitted):
     return objects, replace(inventory, feature_gates=frozenset({"GenericWorkload"})), admitted
 
 
+def _break_priority_class_missing(objects, inventory, admitted):
+    # The PriorityClass is neither rendered nor on the cluster: the API server's Priority plugin rejects the pods.
+    return [o for o in objects if o["kind"] != "PriorityClass"], inventory, admitted
+
+
+def _break_priority_grace(objects, inventory, admitted):
+    # Ten minutes promised to checkpoint, Kubernetes' 30 seconds given.
+    del _pod(objects)["terminationGracePeriodSeconds"]
+    return objects, inventory, admitted
+
+
+def _break_workload_priority_class(objects, inventory, admitted):
+    return [o for o in objects if o["kind"] != "WorkloadPriorityClass"], inventory, admitted
+
+
+def _break_workload_priority_value(objects, inventory, admitted):
+    _kind(objects, "WorkloadPriorityClass")[0]["value"] = 5
+    return objects, inventory, admitted
+
+
+def _break_pod_group_priority(objects, inventory, admitted):
+    _kind(objects, "PodGroup", "scheduling.run.ai")[0]["spec"]["priorityClassName"] = "train-urgent"
+    return objects, inventory, admitted
+
+
 def _break_mps_shm(objects, inventory, admitted):
     pod = _pod(objects)
     pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
@@ -335,6 +360,45 @@ def _break_quota_double_count(objects, inventory, admitted):
 
 def _break_kai_dra_mig_quota(objects, inventory, admitted):
     _kind(objects, "Queue", "scheduling.run.ai/")[0]["spec"]["resources"]["gpu"]["quota"] = 32  # 18 + 14 MIG devices
+    return objects, inventory, admitted
+
+
+def _break_kueue_bypass(objects, inventory, admitted):
+    # An inference Deployment on a Kueue cluster without the team's LocalQueue: its GPUs bypass Kueue's quota.
+    deployment = objects[-1]
+    del deployment["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    del deployment["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    return objects, inventory, admitted
+
+
+def _break_kueue_unsuspended(objects, inventory, admitted):
+    objects[-1]["spec"].pop("suspend")
+    return objects, inventory, admitted
+
+
+def _break_policy_warns(objects, inventory, admitted):
+    _kind(objects, "ValidatingAdmissionPolicyBinding")[0]["spec"]["validationActions"] = ["Warn"]
+    return objects, inventory, admitted
+
+
+def _break_policy_cel(objects, inventory, admitted):
+    _kind(objects, "ValidatingAdmissionPolicy")[0]["spec"]["validations"][0]["expression"] = "variables.rid in (variables.owners"
+    return objects, inventory, admitted
+
+
+def _break_policy_size(objects, inventory, admitted):
+    # The request's pods now ask 4 GPUs while the policy still admits the 2 that were approved.
+    limits = objects[-1]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits["nvidia.com/gpu"] = 1
+    policy = _kind(objects, "ValidatingAdmissionPolicy")[0]
+    for variable in policy["spec"]["variables"]:
+        if variable["name"] == "limits":
+            variable["expression"] = variable["expression"].replace(": 2}", ": 0}")
+    return objects, inventory, admitted
+
+
+def _break_policy_missing(objects, inventory, admitted):
+    objects = [o for o in objects if not o["kind"].startswith("ValidatingAdmissionPolicy")]
     return objects, inventory, admitted
 
 
@@ -397,6 +461,26 @@ BREAKAGES = [
     ("whole_gpu-dra-native-1.36-inference-plain", _break_quota_double_count, "quota",
      "which KEP-5004 charges to requests.nvidia.com/gpu"),
     ("whole_gpu-dra-kai-1.36-training_gang-plain", _break_kai_dra_mig_quota, "queues", "KAI counts 18 GPUs"),
+    ("whole_gpu-device_plugin-kueue-1.36-inference-plain", _break_kueue_bypass, "kueue-queue",
+     "would bypass Kueue's quota"),
+    ("whole_gpu-dra-kueue-1.36-training_single-plain", _break_kueue_unsuspended, "kueue-queue",
+     "not created suspended"),
+    ("whole_gpu-device_plugin-volcano-1.36-inference-plain", _break_policy_warns, "admission-policy", "not [Deny]"),
+    ("whole_gpu-dra-native-1.37-training_single-plain", _break_policy_cel, "admission-policy", "unclosed '('"),
+    ("whole_gpu-device_plugin-native-1.36-inference-plain", _break_policy_size, "admission-policy",
+     "the policy admits 0"),
+    ("whole_gpu-dra-none-1.35-development-plain", _break_policy_missing, "admission-policy",
+     "no ValidatingAdmissionPolicy bound with Deny"),
+    ("whole_gpu-device_plugin-none-1.34-development-plain", _break_priority_class_missing, "priority",
+     "no such PriorityClass on the cluster or in the set; the API server rejects the pods"),
+    ("whole_gpu-device_plugin-volcano-1.36-training_gang-plain", _break_priority_grace, "priority",
+     "terminationGracePeriodSeconds 30 is less than the 600 seconds class gpu-portal-training promises"),
+    ("whole_gpu-dra-kueue-1.36-training_gang-plain", _break_workload_priority_class, "priority",
+     "no such WorkloadPriorityClass; Kueue creates no Workload for it"),
+    ("whole_gpu-dra-kueue-1.37-training_gang-plain", _break_workload_priority_value, "priority",
+     "disagree: Kueue and the scheduler would order the work differently"),
+    ("whole_gpu-device_plugin-kai-1.37-training_gang-plain", _break_pod_group_priority, "priority",
+     "priorityClassName 'train-urgent': no such PriorityClass"),
 ]
 
 
@@ -404,6 +488,8 @@ BREAKAGES = [
                          ids=[f"{b[2]}-{b[1].__name__.removeprefix('_break_')}" for b in BREAKAGES])
 def test_a_broken_object_set_is_caught_by_its_rule(case_id, breakage, rule, words):
     objects, inventory, admitted = breakage(*_setup(case_id))
+    if rule != "admission-policy":  # a pod changed by hand no longer fits its approval either: that rule's own case
+        inventory = replace(inventory, admission_policies=False)
 
     report = check(objects, inventory, admitted)
 
@@ -441,3 +527,11 @@ def test_a_gb200_gang_on_kueue_is_admissible_with_the_mappings_the_portal_asks_f
     assert_schedulable(objects, inventory, admitted_for(case.team, request))
     unmapped = replace(inventory, kueue_device_class_mappings=frozenset())
     assert check(objects, unmapped, admitted_for(case.team, request)).rules() == {"kueue-dra"}
+
+
+def test_a_priority_class_already_on_the_cluster_serves_as_well_as_a_rendered_one():
+    objects, inventory, admitted = _setup("whole_gpu-device_plugin-none-1.34-development-plain")
+    [rendered] = _kind(objects, "PriorityClass")
+    without = [o for o in objects if o["kind"] != "PriorityClass"]
+
+    assert not check(without, replace(inventory, priority_classes=(rendered,)), admitted).problems

@@ -13,7 +13,6 @@ from intake.services import request_approve, request_submit, request_transition
 from provisioning.reconcile import watch
 from provisioning.selectors import request_manifests
 from tests.provisioning.reconcile import pods as k8s
-from tests.support.webhook import start_receiver
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 60,
@@ -29,14 +28,6 @@ def _fresh_pod_caches():
     watch._POD_STORES.clear()
     yield
     watch._POD_STORES.clear()
-
-
-@pytest.fixture
-def webhook():
-    receiver = start_receiver()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
 
 
 @pytest.fixture

@@ -51,6 +51,18 @@ upstream behaviour they follow (docs/provisioning.md, "Semantic checks"):
 - kueue-dra: a Kueue-admitted pod's claims name only DeviceClasses Kueue's deviceClassMappings map (its ComputeDomain
   channel included), and a pod holding DRA devices asks no Kueue topology (kueue v0.19.2 `pkg/dra/claims.go`, DRA
   docs "No DRA + TAS").
+- kueue-queue: on a Kueue cluster every GPU workload and its pod template name the team's LocalQueue
+  (`kueue.x-k8s.io/queue-name`), and a Job or JobSet is created suspended: Kueue's quota describes what is free only
+  if every GPU pod goes through it (kueue v0.19.2 `pkg/controller/jobs/deployment/deployment_webhook.go`,
+  `pkg/controller/jobs/pod/pod_webhook.go`, `site/content/en/docs/tasks/run/deployment.md`).
+- admission-policy: without Kueue, on a cluster serving admissionregistration.k8s.io/v1, each team namespace with GPU
+  pods has a ValidatingAdmissionPolicy whose CEL parses (minimally, cel_syntax.py) and whose inline approvals admit
+  the set's own pods, and a binding that names it, matches the namespace and denies (kubernetes/api v0.35.0
+  `admissionregistration/v1/types.go`).
+- priority: every priority class a pod, PodGroup, Workload or Kueue Job names exists on the cluster or in the set
+  (Kubernetes' Priority admission plugin; Kueue v0.19.2 `pkg/util/priority/priority.go`), a WorkloadPriorityClass
+  agrees with the PriorityClass of its name, and pods get at least the checkpoint grace their class promises
+  (priority.py).
 - sharing: a claim one pod holds alone (from a template) carries no MPS cap below its device (dra-driver-nvidia-gpu
   v0.4.1 publishes no allowMultipleAllocations).
 
@@ -60,6 +72,7 @@ Pure Python on plain dicts: no Django, no cluster.
 from __future__ import annotations
 
 from .accounting import AccountingRules
+from .admission import AdmissionRules
 from .cel import CelError, cel_selects, selected_devices
 from .crossing import CrossingRules
 from .model import (
@@ -76,20 +89,24 @@ from .model import (
 )
 from .placement import node_matches, untolerated
 from .pods import PodRules
+from .priority import PriorityRules
 
 
-class _Checker(PodRules, AccountingRules, CrossingRules):
+class _Checker(PodRules, AccountingRules, CrossingRules, AdmissionRules, PriorityRules):
     def run(self) -> None:
         for pods in self.workloads():
             self.examined(pods.workload)
             placeable = self.check_pods(pods)
             self.check_shm(pods, placeable)
             self.check_kueue_dra(pods, placeable)
+            self.check_kueue_queue(pods)
         self.check_quota()
         self.check_queues()
         self.check_gang()
         self.check_feature_gates()
         self.check_claim_sharing()
+        self.check_admission_policies()
+        self.check_priority()
 
 
 def check(objects: list[dict], inventory: Inventory, admitted: Admitted) -> SemanticReport:

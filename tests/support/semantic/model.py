@@ -23,7 +23,8 @@ KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
 RULES = (
     "scheduler", "node-selection", "tolerations", "extended-resources", "claims", "device-classes", "devices",
-    "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing",
+    "quota", "queues", "gang", "feature-gates", "shm", "kueue-dra", "sharing", "kueue-queue",
+    "admission-policy", "priority",
 )  # fmt: skip
 
 
@@ -47,6 +48,13 @@ class Inventory:
     feature_gates: frozenset[str] = frozenset()
     # DeviceClasses Kueue's Configuration maps in resources.deviceClassMappings; None: no Kueue, or not known.
     kueue_device_class_mappings: frozenset[str] | None = None
+    kueue: bool = False  # Kueue admits the cluster's GPU workloads (its ClusterQueues hold the GPU quota)
+    # No Kueue, and the API server serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: each team
+    # namespace with GPU pods must have one the portal applied (provisioning/manifests/admission_policy.py).
+    admission_policies: bool = False
+    # PriorityClasses (scheduling.k8s.io/v1) and Kueue WorkloadPriorityClasses already on the cluster, as objects.
+    priority_classes: tuple[dict, ...] = ()
+    workload_priority_classes: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 from gpu import gangapi
 
-from .decisions.decision import MultiNode
-from .words import GANG_BACKEND_WORDS
+from ..words import GANG_BACKEND_WORDS
+from .decision import MultiNode
 
 if TYPE_CHECKING:
-    from .decisions import ClusterSpec, Inventory, PoolSpec, Reasons
+    from .inputs import ClusterSpec, Inventory, PoolSpec
+    from .reasons import Reasons
 
 
 def multi_node_decision(cluster: ClusterSpec, pool: PoolSpec, inventory: Inventory, *, needs_gang: bool,

@@ -6,7 +6,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('intake', '0009_names_in_words'),
-        ('provisioning', '0018_names_in_words'),
+        ('provisioning', '0019_cluster_serves_admission_policies'),
     ]
 
     operations = [

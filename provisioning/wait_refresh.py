@@ -137,6 +137,17 @@ def _team_running(gpu_request: GpuRequest, *, queued_only: bool = False) -> list
     return running
 
 
+def _preempted(gpu_request: GpuRequest) -> list[wait_reasons.Blocker]:
+    """A request that waits because its work was preempted: who preempted it and why, as its history says (the
+    reconciler's `Preempted` event, from the pod's DisruptionTarget or Kueue's eviction)."""
+    event = RequestEvent.objects.filter(request=gpu_request, reason="Preempted").order_by("-pk").first()
+    if event is None:
+        return []
+    kind = wait_reasons.QUOTA if event.comment.startswith("Kueue") else wait_reasons.CAPACITY
+    return [wait_reasons.Blocker(kind, f"request history: Preempted, {event.at:%Y-%m-%d %H:%M} UTC", "Preempted", "",
+                                 event.comment)]
+
+
 def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     """The reading to store: blockers, what unblocks them, the queue position and the estimate."""
     blockers: list[wait_reasons.Blocker] = []
@@ -148,6 +159,7 @@ def explain(gpu_request: GpuRequest, found: dict[str, Any]) -> dict[str, Any]:
     if found.get("native_workload") is not None:
         blockers += wait_lifecycle.native_gang_blockers(found["native_workload"], found["pods"])
     blockers += wait_reasons.pod_blockers(found["pods"])
+    blockers += _preempted(gpu_request)
     decision = gpu_request.decision
     unblock, estimates = [], []
     kinds = {b.kind for b in blockers}
