@@ -71,6 +71,7 @@ class PodUsage:
     resource_devices: int | None = None  # GPUs, slices or replicas its containers ask for (spec resources)
     problems: tuple[str, ...] = ()  # what was read as absent because it did not fit
     node: str = ""  # spec.nodeName: where a pod that does not say its GPU model ran
+    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 # The columns the fields are stored in (chargeback.models.UsageInterval); tests/chargeback check they agree.
@@ -82,7 +83,6 @@ NVIDIA_PREFIX = "nvidia.com/"
 
 class Unreadable(ValueError):
     """A pod whose status or identity cannot be read as the API server writes it: skipped, never guessed."""
-    preempted: bool = False  # the scheduler preempted it (DisruptionTarget, reason PreemptionByScheduler)
 
 
 def parse_time(value: str | None) -> datetime | None:
