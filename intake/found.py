@@ -3,7 +3,7 @@ portal's admission check holds (docs/admission-check.md). Its answers are read o
 is computed by the same `decide()` as for any request, and it waits in the approval queue like any other -- never
 approved automatically, since nobody asked the portal first.
 
-`answers_from_pod_template` is pure; `request_found_in_cluster` is the write.
+`answers_from_pod_sets` is pure; `request_found_in_cluster` is the write.
 """
 from __future__ import annotations
 
@@ -44,30 +44,34 @@ class FoundAnswers:
     notes: list[str]  # what was read and what was assumed, in words, for the request's history
 
 
-def _gpus(container: Mapping[str, Any]) -> int:
-    resources = container.get("resources") or {}
-    value = (resources.get("limits") or {}).get(GPU) or (resources.get("requests") or {}).get(GPU) or 0
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise CannotDecide(f"{GPU} is {value!r}, not a whole number of GPUs.") from None
+def _units(value: Any) -> int:
+    """Devices one pod asks of one resource, as whole units for the questionnaire (a MIG slice or a shared GPU
+    counts as one; an unreadable quantity as one too: the review and the admission go by the exact pod sets)."""
+    return value if isinstance(value, int) else 1
 
 
-def answers_from_pod_template(*, owner_kind: str, replicas: int, template: Mapping[str, Any],
-                              catalogue: Catalogue) -> FoundAnswers:
-    """The questionnaire's answers for a workload the portal did not render, from its pod template."""
+def answers_from_pod_sets(*, owner_kind: str, shape: list[Mapping[str, Any]], template: Mapping[str, Any],
+                          catalogue: Catalogue, shape_text: str) -> FoundAnswers:
+    """The questionnaire's answers for a Workload the portal did not render, from its pod sets (`shape`: count,
+    devices and DRA claims per pod, images; `shape_text` says it in words) and its first pod template (node
+    selector, command). The answers are as near as the questionnaire can say; what the platform team reviews,
+    and what approval admits, is exactly `shape_text`."""
     spec = template.get("spec") or {}
     containers = list(spec.get("containers") or [])
     if not containers:
         raise CannotDecide("The pod template has no containers.")
-    other = sorted({name for c in containers for name in ((c.get("resources") or {}).get("limits") or {})
-                    if name.startswith("nvidia.com/") and name != GPU})
-    if other:
-        raise CannotDecide(f"It asks {', '.join(other)}; the portal decides whole GPUs ({GPU}) of found work only.")
-    gpus = max(_gpus(c) for c in containers)
+    per_pod = [sum(_units(v) for v in ps["devices_per_pod"].values()) + len(ps["claims_per_pod"]) for ps in shape]
+    gpus = max(per_pod, default=0)
     if gpus < 1:
-        raise CannotDecide(f"No container asks {GPU}: nothing for the GPU approval to decide.")
-    notes = [f"Read from the pod template: {gpus} {GPU} per pod, {replicas} pod(s), image {containers[0].get('image')}."]
+        raise CannotDecide("No pod asks an accelerator: nothing for the GPU approval to decide.")
+    pods = sum(int(ps["count"]) if str(ps["count"]).isdigit() else 1 for ps in shape)
+    notes = [f"Reviewed as exactly its pod sets, which is what approval admits and nothing else: {shape_text}."]
+    inexact = [name for ps in shape for name in ps["devices_per_pod"] if name != GPU] + \
+        [claim for ps in shape for claim in ps["claims_per_pod"]]
+    if inexact or len(set(per_pod)) > 1 or gpus > 16 or pods > 256:
+        notes.append("The questionnaire cannot say this exactly (" + (", ".join(sorted(set(inexact))) or
+                     "pod sets of different sizes or beyond its limits") + "): its answers below are the nearest, "
+                     "counting each device or DRA claim as one GPU; decide on the pod sets above.")
     product = (spec.get("nodeSelector") or {}).get(GPU_PRODUCT_LABEL, "")
     model = catalogue.model_by_product(product) if product else None
     if model is None:
@@ -82,11 +86,12 @@ def answers_from_pod_template(*, owner_kind: str, replicas: int, template: Mappi
     command = [*(containers[0].get("command") or []), *(containers[0].get("args") or [])][:64]
     answers = {
         "workload_class": "inference" if serving else "training",
-        "tenancy": "dedicated",  # whole GPUs: nobody else's work shares them
+        # whole GPUs are nobody else's; MIG slices, shared GPUs and DRA devices may be shared
+        "tenancy": "multi_tenant" if inexact else "dedicated",
         "latency": "latency_sensitive" if serving else "batch",
-        "gpu_memory_gb": model.memory_gb * gpus,
+        "gpu_memory_gb": model.memory_gb * min(gpus, 16),
         "gpus_per_replica": min(gpus, 16),
-        "replicas": max(1, min(int(replicas or 1), 256)),
+        "replicas": max(1, min(pods, 256)),
         "image": containers[0].get("image") or "",
         "command": [str(part)[:4096] for part in command],
     }

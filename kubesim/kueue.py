@@ -27,7 +27,10 @@ Shapes follow kubernetes-sigs/kueue v0.19.2:
   its quota released, its Job suspended again, and every check reset to `Pending` ("Reset to Pending after
   eviction. Previously: Retry", `retryCount` + 1); the scheduler skips a Workload while a check is `Retry` or
   `Rejected` (`pkg/scheduler/scheduler.go` nominate). Quota is reserved before the checks run, so a check that
-  waits (`Pending`) holds quota meanwhile.
+  waits (`Pending`) holds quota meanwhile. A Retry carrying `requeueAfterSeconds` (KEP-3258,
+  `apis/kueue/v1beta2/workload_types.go`) keeps the evicted Workload out of its queue until lastTransitionTime +
+  requeueAfterSeconds (`status.requeueState.requeueAt`, `pkg/workload/admissionchecks.go` NeedsRequeueAtUpdate;
+  the reset check keeps it, `pkg/workload/evict/evict.go` resetChecksOnEviction).
 - The admission gate (KEP-6915, `kueue.x-k8s.io/admission-gated-by`, `pkg/constants/constants.go`; beta and on by
   default in 0.19, `pkg/features/kube_features.go` AdmissionGatedBy): the Job's annotation is copied to its
   Workload (`pkg/controller/jobframework/reconciler.go` UpdateAdmissionGatedBy); a gated Workload is not
@@ -223,8 +226,12 @@ def _evict_for_retry(fake, workloads: list[dict[str, Any]], at: str) -> None:
         checks = [c if c.get("state") == "Pending" else {
             "name": c["name"], "state": "Pending", "lastTransitionTime": at,
             "message": f"Reset to Pending after eviction. Previously: {c.get('state')}",
+            **({"requeueAfterSeconds": c["requeueAfterSeconds"]} if "requeueAfterSeconds" in c else {}),
             **({"retryCount": int(c.get("retryCount") or 0) + 1} if c.get("state") == "Retry" else {})}
             for c in status.get("admissionChecks") or []]
+        # NeedsRequeueAtUpdate: not requeued before the latest lastTransitionTime + requeueAfterSeconds of a Retry.
+        requeue_at = max((_epoch(c.get("lastTransitionTime")) + int(c["requeueAfterSeconds"]) for c in retry
+                          if c.get("requeueAfterSeconds") is not None), default=None)
         conditions = {**_conditions(workload),
                       "Evicted": {"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": message,
                                   "lastTransitionTime": at},
@@ -234,7 +241,8 @@ def _evict_for_retry(fake, workloads: list[dict[str, Any]], at: str) -> None:
             conditions["Admitted"] = {"type": "Admitted", "status": "False", "reason": "NoReservation",
                                       "message": "The workload has no reservation", "lastTransitionTime": at}
         fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"], {"status": {
-            "conditions": list(conditions.values()), "admissionChecks": checks, "admission": None}})
+            "conditions": list(conditions.values()), "admissionChecks": checks, "admission": None,
+            **({"requeueState": {"requeueAt": _stamp(requeue_at)}} if requeue_at is not None else {})}})
         owner = next(iter(meta.get("ownerReferences") or []), None)
         if owner and owner["kind"] == "Job":
             fake.patch("batch/v1", "Job", owner["name"], meta["namespace"], {"spec": {"suspend": True}})
@@ -258,7 +266,20 @@ def _holds_quota(workload: dict[str, Any]) -> bool:
             and workload["spec"].get("active", True))
 
 
-def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str) -> None:
+def _epoch(stamp: Any) -> float:
+    try:
+        return datetime.fromisoformat(str(stamp)).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _requeued(workload: dict[str, Any], now: float) -> bool:
+    """Whether the Workload is back in its queue: no `status.requeueState.requeueAt` in the future."""
+    requeue_at = ((workload.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+    return not requeue_at or _epoch(requeue_at) <= now
+
+
+def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str, now: float) -> None:
     """The scheduler's pass: oldest first, reserve what fits the ClusterQueue's unused quota."""
     queues: dict[tuple[str, str], str] = {}
     cluster_queues: dict[str, dict] = {}
@@ -274,7 +295,8 @@ def _reserve_quota(fake, workloads: list[dict[str, Any]], at: str) -> None:
             used[queues[(workload["metadata"]["namespace"], workload["spec"].get("queueName", ""))]] += \
                 _demand(workload)
     waiting = [w for w in workloads if not _true(w, "QuotaReserved") and not _true(w, "Finished")
-               and w["spec"].get("active", True) and not _gated(w) and not _states(w) & {"Retry", "Rejected"}]
+               and w["spec"].get("active", True) and not _gated(w) and not _states(w) & {"Retry", "Rejected"}
+               and _requeued(w, now)]
     priority = kueue_preemption.priorities(fake, KUEUE)
     preempted: set[str] = set()
     # Higher priority first, then oldest first (Kueue's BestEffortFIFO orders its heads by priority, then time).
@@ -333,7 +355,7 @@ def step(fake, now: float | None = None) -> None:
     workloads = fake.find(KUEUE, "Workload")
     _gate(fake, workloads, at)
     workloads = fake.find(KUEUE, "Workload")
-    _reserve_quota(fake, workloads, at)
+    _reserve_quota(fake, workloads, at, time.time() if now is None else now)
     workloads = fake.find(KUEUE, "Workload")
     for workload in workloads:
         meta, status = workload["metadata"], workload.get("status") or {}

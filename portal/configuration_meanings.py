@@ -148,6 +148,9 @@ MEANINGS: dict[str, dict[str, str]] = {
     "PORTAL_ADMISSION_SYNC_SECONDS": {"section": "celery", "meaning": "how often beat runs the Kueue admission "
                                       "check controller per Kueue cluster (`provisioning.admission_checks_sync_all`); "
                                       "an approval reaches the cluster within this; `0`: off"},
+    "PORTAL_ADMISSION_RETRY_SECONDS": {"section": "celery", "meaning": "the `requeueAfterSeconds` of the admission "
+                                       "check's `Retry` for a Workload waiting for approval: Kueue releases its "
+                                       "quota and requeues it no sooner ([Admission check](admission-check.md))"},
     # Kubernetes and provisioning
     "PORTAL_LABEL_DOMAIN": {"section": "kube", "meaning": "prefix of the labels and annotations put on Kubernetes "
                             "objects (`<domain>/request-id`, ...)"},

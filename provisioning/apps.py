@@ -35,8 +35,10 @@ class ProvisioningConfig(AppConfig):
         hooks.team_quota_state.provide(team_quota_state)
         hooks.preview_objects.provide(preview_objects)
         from .selectors.access import request_access
+        from .selectors.admission import admission_review_section
 
         hooks.request_access.provide(request_access)
+        hooks.register_review_section(admission_review_section)
         # A request is shown with what provisioning did for it.
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",

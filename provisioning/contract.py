@@ -116,6 +116,58 @@ def bound_request_id(identity: Identity) -> int | None:
     return identity.request_id if identity.managed else None
 
 
+@dataclass(frozen=True)
+class ApprovedWork:
+    """What one approval admits on a Kueue cluster, read from the portal's records (provisioning/admission.py)."""
+
+    request_id: int
+    admits: bool  # approved and not finished: it may still be admitted (completed work admits nothing more)
+    status: str  # the request's status, in words
+    namespace: str  # the team namespace it was approved for
+    owner_uids: frozenset[str]  # uids of the objects the portal applied for it on this cluster
+    shape: tuple[Mapping[str, Any], ...]  # the pod sets approved (provisioning.manifests.admission.workload_shape)
+    bound_workload_uid: str = ""  # the Workload it was first admitted as ("" until then)
+    pod_shapes: tuple[Mapping[str, Any], ...] = ()  # one pod of each queued Deployment/StatefulSet (plain-pod Workloads)
+
+
+def shape_words(shape: Any) -> str:
+    """"2 pod(s) x {nvidia.com/gpu: 8} (image)": a Workload's pod sets as the platform team reviews them."""
+    parts = []
+    for ps in shape:
+        asks = [f"{k}: {v}" for k, v in ps["devices_per_pod"].items()] + [f"DRA {c}" for c in ps["claims_per_pod"]]
+        parts.append(f"{ps['count']} pod(s) x {{{', '.join(asks) or 'no device'}}} ({', '.join(ps['images'])})")
+    return "; ".join(parts) or "no pod set"
+
+
+def admission_refusal(identity: Identity, *, workload_uid: str, owner_uid: str, shape: Any,
+                      approved: ApprovedWork | None, per_pod: bool = False) -> str:
+    """Why a Kueue Workload that claims a request (by its labels) is not admitted as that request; "" when it is
+    exactly the approved work. Labels alone never admit: the Workload must stand for an object the portal applied
+    for the request (by uid), in the namespace it was approved for, with the pod sets approved (count, devices and
+    DRA claims per pod, images), and be the first Workload admitted as it (or that one again). `per_pod`: a
+    plain-pod Workload (one per pod of a Deployment or StatefulSet); `owner_uid` is then the uid up its owner chain,
+    and every pod of the object the portal applied is admitted, each exactly one pod as rendered."""
+    claim = f"request #{identity.request_id}" if identity.request_id else "an unnamed request"
+    if not identity.managed or identity.request_id is None or approved is None:
+        return f"it carries the GPU portal's labels of {claim}, which the portal rendered no such work for"
+    if not approved.admits:
+        return f"it carries the labels of {claim}, which is {approved.status}: its approval admits nothing more"
+    if identity.namespace != approved.namespace:
+        return (f"it carries the labels of {claim}, approved for namespace {approved.namespace}, but it is in "
+                f"{identity.namespace}")
+    if approved.bound_workload_uid and approved.bound_workload_uid != workload_uid and not per_pod:
+        return f"{claim} was already admitted once, as Workload {approved.bound_workload_uid}"
+    if not owner_uid or owner_uid not in approved.owner_uids:
+        return f"it carries the labels of {claim}, but its owner (uid {owner_uid or 'none'}) is no object the portal applied"
+    if per_pod:
+        if not any([dict(ps) for ps in shape] == [dict(pod)] for pod in approved.pod_shapes):
+            return f"it asks {shape_words(shape)}; {claim} was approved for {shape_words(approved.pod_shapes)}"
+        return ""
+    if [dict(ps) for ps in shape] != [dict(ps) for ps in approved.shape]:
+        return f"it asks {shape_words(shape)}; {claim} was approved for {shape_words(approved.shape)}"
+    return ""
+
+
 def attributed_request_id(identity: Identity) -> int | None:
     """The request discovery attributes a GPU holder to in the inventory: its request-id label alone."""
     return identity.request_id

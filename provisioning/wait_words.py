@@ -21,13 +21,18 @@ def disagreement_words(*, scheduler_says: str, inventory_says: str, synced_at: d
             "(manage.py sync_inventory, or POST /api/v1/clusters/{id}/sync/) and compare.")
 
 
-def approval_wait_words(*, ahead: int, fit_verdict: str, fit_reason: str, holds_quota: bool | None) -> str:
+def approval_wait_words(*, ahead: int, fit_verdict: str, fit_reason: str, holds_quota: bool | None,
+                        found: bool = False) -> str:
     """"Waiting for the platform team: 2 ahead in the queue; it fits now (...); no quota is held." `holds_quota`:
-    None when the portal cannot know (a Kueue Workload found in the cluster reserves its queue's quota itself)."""
+    None when the portal cannot know; `found`: a Kueue Workload found in the cluster, whose reserved quota the
+    portal's admission check gives back (Retry) while it waits (docs/admission-check.md)."""
     queue = "first in the approval queue" if ahead == 0 else f"{_plural(ahead, 'request')} ahead in the queue"
     fit = {"fits_now": "it fits now", "fits_after": "it does not fit now",
            "never": "it cannot fit its pool as the pool is now"}.get(fit_verdict, "whether it fits is not known")
-    if holds_quota is None:
+    if found:
+        quota = ("waiting for approval; no quota is held (the portal's admission check answers Retry whenever Kueue "
+                 "reserves quota for its Workload, and Kueue releases it)")
+    elif holds_quota is None:
         quota = ("the portal holds no quota for it, but its Kueue Workload may already reserve quota in the team's "
                  "ClusterQueue while it waits for the portal's admission check")
     elif holds_quota:

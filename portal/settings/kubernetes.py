@@ -37,6 +37,9 @@ PORTAL_MIG_RECONFIGURE_TIMEOUT_SECONDS = int(os.environ.get("PORTAL_MIG_RECONFIG
 PORTAL_RECONCILE_INTERVAL_SECONDS = float(os.environ.get("PORTAL_RECONCILE_INTERVAL_SECONDS", "60"))
 PORTAL_RECONCILE_WATCH_SECONDS = int(os.environ.get("PORTAL_RECONCILE_WATCH_SECONDS", "45"))
 PORTAL_ADMISSION_SYNC_SECONDS = float(os.environ.get("PORTAL_ADMISSION_SYNC_SECONDS", "15"))
+# ... and how long Kueue keeps a Workload waiting for approval out of its queue after the check released its quota
+# (Retry's requeueAfterSeconds): the longest an approved found request waits for its requeue.
+PORTAL_ADMISSION_RETRY_SECONDS = int(os.environ.get("PORTAL_ADMISSION_RETRY_SECONDS", "60"))
 PORTAL_RECONCILE_RELIST_SECONDS = float(os.environ.get("PORTAL_RECONCILE_RELIST_SECONDS", "600"))
 PORTAL_RECONCILE_LIST_PAGE_SIZE = int(os.environ.get("PORTAL_RECONCILE_LIST_PAGE_SIZE", "500"))
 # A pod that cannot pull its image for this long fails its request (and its objects are removed).

@@ -68,6 +68,14 @@ def read_admission_check(kube: KubeClient, name: str) -> dict[str, Any]:
         return kube.dynamic.get(resource, name=name, serializer=raw)
 
 
+def find_pod(kube: KubeClient, namespace: str, name: str, label_selector: str) -> dict[str, Any] | None:
+    """One pod by name among the pods a selector lists in a namespace (the portal may list pods, not get one)."""
+    with kube_errors(f"list pods {label_selector} in {namespace}"):
+        listed = kube.dynamic.get(kube.resource("v1", "Pod"), namespace=namespace, label_selector=label_selector,
+                                  serializer=raw)
+    return next((p for p in listed.get("items") or [] if (p.get("metadata") or {}).get("name") == name), None)
+
+
 def read_cluster_queue(kube: KubeClient, name: str) -> dict[str, Any] | None:
     """The ClusterQueue, or None when the cluster has none of that name."""
     resource = kube.resource(KUEUE_API, "ClusterQueue")

@@ -62,7 +62,8 @@ def check_state(workload: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def with_check_state(checks: Sequence[Mapping[str, Any]], *, state: str, message: str, now: str) -> list[dict]:
+def with_check_state(checks: Sequence[Mapping[str, Any]], *, state: str, message: str, now: str,
+                     requeue_after: int | None = None) -> list[dict]:
     """The whole admissionChecks list with the portal's entry set (others unchanged): a merge patch replaces the
     list, so it carries every entry, sent with the resourceVersion it was read at."""
     result = []
@@ -72,6 +73,9 @@ def with_check_state(checks: Sequence[Mapping[str, Any]], *, state: str, message
             if entry.get("state") != state:
                 entry["lastTransitionTime"] = now
             entry["state"], entry["message"] = state, message[:32768]
+            entry.pop("requeueAfterSeconds", None)
+            if requeue_after is not None:
+                entry["requeueAfterSeconds"] = int(requeue_after)
         result.append(entry)
     return result
 
@@ -80,9 +84,87 @@ def workload_owner(workload: Mapping[str, Any]) -> dict[str, str]:
     """The Job (or other object) the Workload stands for: its controller owner reference."""
     refs = (workload.get("metadata") or {}).get("ownerReferences") or []
     owner = next((r for r in refs if r.get("controller")), refs[0] if refs else {})
-    return {"api_version": owner.get("apiVersion", ""), "kind": owner.get("kind", ""), "name": owner.get("name", "")}
+    return {"api_version": owner.get("apiVersion", ""), "kind": owner.get("kind", ""), "name": owner.get("name", ""),
+            "uid": owner.get("uid", "")}
 
 
 def workload_pod_labels(workload: Mapping[str, Any]) -> dict[str, str]:
     pod_sets = (workload.get("spec") or {}).get("podSets") or [{}]
     return dict(((pod_sets[0].get("template") or {}).get("metadata") or {}).get("labels") or {})
+
+
+# While a Workload waits for the platform team and holds quota the check answers Retry (Kueue releases the quota
+# and requeues it, `site/content/en/docs/concepts/admission_check/_index.md`), with `requeueAfterSeconds`
+# (settings.PORTAL_ADMISSION_RETRY_SECONDS; KEP-3258, `apis/kueue/v1beta2/workload_types.go` AdmissionCheckState;
+# Kueue sets `status.requeueState.requeueAt` from it, `pkg/workload/admissionchecks.go` NeedsRequeueAtUpdate).
+DEVICE_PREFIXES = ("nvidia.com/", "amd.com/", "gpu.intel.com/")
+
+
+def _quantity(value: Any) -> int | str:
+    text = str(value).strip()
+    return int(text) if text.isascii() and text.isdigit() else text
+
+
+def _pod_devices(pod_spec: Mapping[str, Any]) -> dict[str, int | str]:
+    """Device resources one pod asks (limits, else requests): the sum over its containers, or the largest init
+    container's when that is more (the pod's effective request, as the scheduler counts it)."""
+    def asks(container: Mapping[str, Any]) -> dict[str, int | str]:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        return {k: _quantity(v) for k, v in merged.items() if str(k).startswith(DEVICE_PREFIXES)}
+
+    total: dict[str, int | str] = {}
+    for container in pod_spec.get("containers") or []:
+        for name, value in asks(container).items():
+            both = (total.get(name, 0), value)
+            total[name] = sum(both) if all(isinstance(v, int) for v in both) else f"{both[0]}+{value}"
+    for container in pod_spec.get("initContainers") or []:
+        for name, value in asks(container).items():
+            if isinstance(value, int) and isinstance(total.get(name, 0), int) and value > total.get(name, 0):
+                total[name] = value
+    return dict(sorted(total.items()))
+
+
+def pod_set_shape(*, count: Any, template: Mapping[str, Any]) -> dict[str, Any]:
+    """One pod set as an approval binds it: the pod count, the devices each pod asks (extended resources summed
+    over its containers, and its DRA claims by the template or claim they name), and its images."""
+    spec = template.get("spec") or {}
+    claims = sorted(f"template:{c.get('resourceClaimTemplateName')}" if c.get("resourceClaimTemplateName")
+                    else f"claim:{c.get('resourceClaimName', '')}" for c in spec.get("resourceClaims") or [])
+    images = sorted({str(c.get("image") or "") for c in [*(spec.get("initContainers") or []),
+                                                         *(spec.get("containers") or [])]})
+    return {"count": int(_quantity(count or 1)) if str(count or 1).isdigit() else str(count),
+            "devices_per_pod": _pod_devices(spec), "claims_per_pod": claims, "images": images}
+
+
+def workload_shape(workload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every pod set of a Kueue Workload (`spec.podSets[]`: count and pod template), in order."""
+    return [pod_set_shape(count=ps.get("count", 1), template=ps.get("template") or {})
+            for ps in (workload.get("spec") or {}).get("podSets") or []]
+
+
+def rendered_shape(objects: Sequence[Mapping[str, Any]], queue_label: str) -> list[dict[str, Any]]:
+    """The pod sets Kueue makes of the queued Jobs the portal renders for a request (a Job's one pod set "main":
+    parallelism pods of its template, `pkg/controller/jobs/job/job_controller.go` PodSets)."""
+    return [pod_set_shape(count=(obj.get("spec") or {}).get("parallelism", 1),
+                          template=(obj.get("spec") or {}).get("template") or {})
+            for obj in objects if obj.get("kind") == "Job"
+            and queue_label in ((obj.get("metadata") or {}).get("labels") or {})]
+
+
+POD_OWNERS = {"Deployment", "StatefulSet"}
+
+
+def rendered_pod_shapes(objects: Sequence[Mapping[str, Any]], queue_label: str) -> list[dict[str, Any]]:
+    """The one-pod pod set of each pod of the queued Deployments and StatefulSets the portal renders: Kueue's
+    deployment and statefulset integrations admit every pod as a plain-pod Workload of its own (kueue v0.19.2
+    `pkg/controller/jobs/deployment`, `pkg/controller/jobs/pod`)."""
+    return [pod_set_shape(count=1, template=(obj.get("spec") or {}).get("template") or {})
+            for obj in objects if obj.get("kind") in POD_OWNERS
+            and queue_label in ((obj.get("metadata") or {}).get("labels") or {})]
+
+
+def asks_devices(shape: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any pod set asks an accelerator (a device resource or a DRA claim): else nothing to approve."""
+    return any(ps["devices_per_pod"] or ps["claims_per_pod"] for ps in shape)
+

@@ -18,9 +18,10 @@ from .validators import (
     namespace_validator,
     pod_labels_validator,
 )
-from .waits import AdmissionWorkload, RequestWait
+from .waits import AdmissionBinding, AdmissionWorkload, RequestWait
 
 __all__ = [
+    "AdmissionBinding",
     "AdmissionWorkload",
     "AppliedObject",
     "Cluster",

@@ -43,6 +43,8 @@ class AdmissionWorkload(models.Model):
     name = models.CharField(max_length=253)
     owner_kind = models.CharField(max_length=63, blank=True)
     owner_name = models.CharField(max_length=253, blank=True)
+    applied_owner_uid = models.CharField(
+        max_length=64, blank=True, help_text="uid of the object up its owner chain the portal applied, if any")
     request = models.ForeignKey(
         "intake.GpuRequest", null=True, blank=True, on_delete=models.SET_NULL, related_name="admission_workloads",
         help_text="blank: the portal could not make a request of it (and rejected it, saying why)",
@@ -60,3 +62,24 @@ class AdmissionWorkload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}: {self.namespace}/{self.name} ({self.state or 'undecided'})"
+
+
+class AdmissionBinding(models.Model):
+    """What an approval admits on a Kueue cluster, bound once: the Workload (by uid) the approval was first
+    admitted as, its namespace and pod sets (`provisioning.manifests.admission.workload_shape`). Another Workload
+    claiming the same request -- a copy of its labels, the same request after it completed, a larger copy, one in
+    another namespace -- is not admitted as it (docs/admission-check.md)."""
+
+    request = models.OneToOneField("intake.GpuRequest", on_delete=models.CASCADE, related_name="admission_binding")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="admission_bindings")
+    workload_uid = models.CharField(max_length=64)
+    owner_uid = models.CharField(max_length=64, blank=True)
+    namespace = models.CharField(max_length=63)
+    shape = models.JSONField(default=list, help_text="[{count, devices_per_pod, claims_per_pod, images}] approved")
+    bound_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["request_id"]
+
+    def __str__(self) -> str:
+        return f"request #{self.request_id} bound to Workload {self.workload_uid}"

@@ -24,9 +24,12 @@ def approval_wait(*, gpu_request) -> dict:
         Q(created_at__lt=gpu_request.created_at) | Q(created_at=gpu_request.created_at, pk__lt=gpu_request.pk)).count()
     fit = request_fit(gpu_request=gpu_request, visible_team_ids={gpu_request.team_id})
     # Nothing of a portal request is applied before approval and the quota counts approved work only; a Workload
-    # found in a Kueue queue exists already, and Kueue reserves its quota before the portal's check (docs/waiting.md).
-    holds = None if gpu_request.origin == RequestOrigin.CLUSTER else gpu_request.status in HOLDING_STATUSES
-    words = approval_wait_words(ahead=ahead, fit_verdict=fit["verdict"], fit_reason=fit["reason"], holds_quota=holds)
+    # found in a Kueue queue exists already, and the portal's check answers Retry whenever Kueue reserves quota for
+    # it, so it holds none while it waits (docs/admission-check.md).
+    found = gpu_request.origin == RequestOrigin.CLUSTER
+    holds = False if found else gpu_request.status in HOLDING_STATUSES
+    words = approval_wait_words(ahead=ahead, fit_verdict=fit["verdict"], fit_reason=fit["reason"], holds_quota=holds,
+                                found=found)
     return {"ahead_in_queue": ahead, "fit_verdict": fit["verdict"], "fit_reason": fit["reason"],
             "quota_held": holds, "cluster": fit["cluster"], "node_pool": fit["node_pool"], "words": words}
 

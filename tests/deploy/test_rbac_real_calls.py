@@ -112,8 +112,22 @@ def test_every_kubernetes_call_the_portal_makes_is_granted_and_every_grant_is_us
         "name": "adhoc", "namespace": "gpu-team-a", "labels": {kueue.QUEUE_LABEL: "gpu-team-a"}}, "spec": {
         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
                                                                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})
+    # ... and a plain-pod Workload carrying the portal's labels: its Pod is listed by them, for its owner.
+    labels = {"app": "web", "app.kubernetes.io/managed-by": "gpu-portal", "gpu-portal.io/request-id": str(serving.pk)}
+    pod_spec = {"containers": [{"name": "c", "image": "busybox:1.36", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    pod = fake.put({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "web-5d8f-x", "namespace": "gpu-team-a", "labels": labels, "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "rs-1", "controller": True}]},
+        "spec": pod_spec})
+    fake.put({"apiVersion": kueue.KUEUE, "kind": "Workload", "metadata": {
+        "name": "pod-web-5d8f-x", "namespace": "gpu-team-a", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Pod", "name": "web-5d8f-x", "uid": pod["metadata"]["uid"], "controller": True}]},
+        "spec": {"queueName": "gpu-team-a", "podSets": [{"name": "main", "count": 1, "template": {
+            "metadata": {"labels": labels}, "spec": pod_spec}}]},
+        "status": {"admissionChecks": [{"name": "gpu-portal-approval", "state": "Pending", "message": "",
+                                        "lastTransitionTime": "2026-12-02T00:00:00Z"}]}})
     run_ = admission_checks_sync(cluster_id=east.pk, watch_seconds=1)
-    assert run_.status == "done" and run_.patched == 1, run_.summary()
+    assert run_.status == "done" and run_.patched == 2, run_.summary()
     queue_wait_refresh(cluster=Cluster.objects.get(pk=east.pk))  # why the queued gangs wait: the whole queue
     Cluster.objects.filter(pk=east.pk).update(gang_scheduler="volcano")
 

@@ -2,6 +2,8 @@
 check evicts a Workload holding quota and resets its checks to Pending, and a queued Job is suspended on create."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kubesim import kueue
@@ -82,3 +84,24 @@ def test_a_queued_job_created_over_http_starts_suspended(queue, kube_client):
     created = kube_client.resource("batch/v1", "Job").create(body=job("queued"), namespace=NS)
 
     assert created.spec.suspend is True
+
+
+def test_a_retry_with_requeue_after_seconds_keeps_the_workload_out_of_its_queue_until_then(queue):
+    # KEP-3258 (kueue v0.19.2 apis/kueue/v1beta2/workload_types.go requeueAfterSeconds; pkg/workload/
+    # admissionchecks.go NeedsRequeueAtUpdate): evicted, quota released, and not requeued before the time.
+    _, workload = kueue.submit_job(queue, job("later"))
+    now = time.time()
+    kueue.step(queue, now=now)
+    queue.patch_status(KUEUE, "Workload", workload["metadata"]["name"], NS, {"admissionChecks": [
+        {"name": "approval", "state": "Retry", "message": "wait", "requeueAfterSeconds": 60,
+         "lastTransitionTime": kueue._stamp(now)}]})
+
+    kueue.step(queue, now=now + 1)
+    kueue.step(queue, now=now + 30)
+
+    live = queue.get(KUEUE, "Workload", workload["metadata"]["name"], NS)
+    assert condition(queue, workload, "QuotaReserved")["status"] == "False"
+    assert live["status"]["requeueState"]["requeueAt"] == kueue._stamp(now + 60)
+    assert live["status"]["admissionChecks"][0]["requeueAfterSeconds"] == 60
+    kueue.step(queue, now=now + 61)
+    assert condition(queue, workload, "QuotaReserved")["status"] == "True"

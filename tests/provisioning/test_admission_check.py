@@ -120,7 +120,9 @@ def test_a_kubectl_job_is_held_until_approved_in_the_admin_then_admitted(kueue_e
     assert "FoundInCluster" in found.decision.review_reasons and not found.decision.auto_approve
     assert "Found in the cluster: Job gpu-team-a/adhoc-train" in found.events.first().comment
     held = portal_check(fake_kube, workload)
-    assert held["state"] == "Pending" and f"request #{found.pk}" in held["message"]
+    assert held["state"] == "Pending" and held["message"] == (
+        f"Waiting for approval; no quota is held: request #{found.pk} in the GPU portal, for the platform team to "
+        "decide.")
     assert held["lastTransitionTime"] == submitted_at  # the state did not change
     kueue.step(fake_kube)
     assert fake_kube.get("batch/v1", "Job", "adhoc-train", TEAM_NS)["spec"]["suspend"] is True
@@ -196,22 +198,43 @@ def test_status_patches_carry_the_read_resource_version_and_keep_other_checks(ku
     assert other in live["status"]["admissionChecks"]
 
 
-@pytest.mark.parametrize(("job", "reason"), [
-    (kubectl_job("cpu-only", gpus=0), "No container asks nvidia.com/gpu"),
-    (kubectl_job("elsewhere", ns="research"), "Namespace research is not a GPU portal team's namespace"),
-])
-def test_work_the_portal_cannot_make_a_request_of_is_rejected_saying_why(kueue_east, fake_kube, job, reason):
-    fake_kube.put(namespace("research"))
-    fake_kube.put({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": TEAM_NS, "namespace": "research"},
-                   "spec": {"clusterQueue": "gpu-portal"}})
+def test_work_asking_for_no_gpu_is_ready_with_nothing_to_approve(kueue_east, fake_kube):
+    # Issue 23 item 6: a CPU-only Job has nothing for the portal to approve; Rejected would deactivate it.
     admission_checks_sync(cluster_id=kueue_east.pk)
-    _, workload = kueue.submit_job(fake_kube, job)
+    _, workload = kueue.submit_job(fake_kube, kubectl_job("cpu-only", gpus=0))
 
     admission_checks_sync(cluster_id=kueue_east.pk)
 
     check = portal_check(fake_kube, workload)
-    assert check["state"] == "Rejected" and reason in check["message"]
+    assert (check["state"], check["message"]) == ("Ready", "Asks for no GPU: nothing for the GPU portal to approve.")
     assert not GpuRequest.objects.filter(origin="cluster").exists()
+    kueue.step(fake_kube)
+    assert fake_kube.get("batch/v1", "Job", "cpu-only", TEAM_NS)["spec"]["suspend"] is False
+
+
+def test_gpu_work_of_a_namespace_that_is_no_teams_waits_saying_what_to_do(kueue_east, fake_kube, team_a):
+    # Issue 23 item 6: only the platform team's decision rejects; until then it waits, and says how to act.
+    fake_kube.put(namespace("gpu-research"))
+    fake_kube.put({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": TEAM_NS, "namespace": "gpu-research"},
+                   "spec": {"clusterQueue": "gpu-portal"}})
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    _, workload = kueue.submit_job(fake_kube, kubectl_job("elsewhere", ns="gpu-research"))
+
+    admission_checks_sync(cluster_id=kueue_east.pk)
+
+    check = portal_check(fake_kube, workload)
+    assert check["state"] == "Pending" and check["message"].startswith("Waiting; no quota is held.")
+    assert "Namespace gpu-research is no GPU portal team's namespace" in check["message"]
+    assert "registers the team whose namespace it is" in check["message"]
+    assert not GpuRequest.objects.filter(origin="cluster").exists()
+
+    # Once the namespace is a team's, the next pass makes a request of it, for the approval queue.
+    team_a.slug = "research"
+    team_a.save(update_fields=["slug"])
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    found = GpuRequest.objects.get(origin="cluster")
+    assert found.status == "pending_approval"
+    assert portal_check(fake_kube, workload)["message"].startswith(f"Waiting for approval; no quota is held: request #{found.pk}")
 
 
 TRAINING = {"workload_class": "training", "tenancy": "dedicated", "latency": "batch", "gpu_memory_gb": 40,
@@ -238,8 +261,9 @@ def test_work_the_portal_applied_after_approval_is_ready_and_forged_labels_are_n
         "name": ADMISSION_CHECK_NAME, "state": "Ready", "lastTransitionTime": None,
         "message": f"Approved: request #{gpu_request.pk} in the GPU portal."}
     copied = portal_check(fake_kube, forged_workload)
-    assert copied["state"] == "Rejected" and "is not an object the portal rendered" in copied["message"]
-    assert GpuRequest.objects.filter(origin="cluster").count() == 0
+    found = GpuRequest.objects.get(origin="cluster")  # a new request, waiting for review (issue 23 item 1)
+    assert copied["state"] == "Pending" and f"request #{found.pk}" in copied["message"]
+    assert found.status == "pending_approval" and found.name == "copycat"
 
 
 def test_the_found_request_is_shown_to_its_team_only(kueue_east, fake_kube, engineer, engineer_b, finance_user, api):
@@ -276,3 +300,28 @@ def test_the_controller_command_runs_one_pass(kueue_east, fake_kube):
 
     assert "gpu-east: done; 0 workload(s) checked" in out.getvalue()
     assert fake_kube.get(KUEUE, "AdmissionCheck", ADMISSION_CHECK_NAME) is not None
+
+
+@pytest.mark.parametrize(("name", "limits", "claims", "asks"), [
+    ("mig-job", {"nvidia.com/mig-3g.40gb": 1}, [], "nvidia.com/mig-3g.40gb: 1"),
+    ("shared-job", {"nvidia.com/gpu.shared": 1}, [], "nvidia.com/gpu.shared: 1"),
+    ("dra-job", {}, [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}], "DRA template:one-gpu"),
+])
+def test_gpu_work_the_portal_cannot_classify_waits_as_a_found_request(kueue_east, fake_kube, name, limits, claims,
+                                                                       asks):
+    # Issue 23 item 6: MIG, shared-GPU and DRA Jobs from kubectl are not rejected; they wait for a decision.
+    admission_checks_sync(cluster_id=kueue_east.pk)
+    job = kubectl_job(name)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": limits}
+    job["spec"]["template"]["spec"]["resourceClaims"] = claims
+    if claims:
+        job["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    _, workload = kueue.submit_job(fake_kube, job)
+
+    admission_checks_sync(cluster_id=kueue_east.pk)
+
+    found = GpuRequest.objects.get(origin="cluster")
+    check = portal_check(fake_kube, workload)
+    assert check["state"] == "Pending" and f"request #{found.pk}" in check["message"]
+    assert found.status == "pending_approval"
+    assert f"1 pod(s) x {{{asks}}}" in found.events.get(reason="FoundInCluster").comment

@@ -48,15 +48,16 @@ def test_a_request_waiting_for_approval_says_its_place_whether_it_fits_and_that_
     assert 'href="/capacity/#pool-gpu-east-h100-train"' in html
 
 
-def test_a_kueue_workload_found_in_the_cluster_does_not_claim_to_hold_no_quota(api, engineer, team_a, east_live):
+def test_a_kueue_workload_found_in_the_cluster_waits_for_approval_holding_no_quota(api, engineer, team_a, east_live):
+    # The portal's admission check answers Retry whenever Kueue reserves quota for a found Workload (issue 23 item
+    # 5; tests/provisioning/test_admission_quota.py shows it on the simulated Kueue).
     found = request_submit(user=engineer, team=team_a, name="found", raw_answers=ONE_NODE)
     GpuRequest.objects.filter(pk=found.pk).update(origin="cluster")
 
     approval = api(engineer).get(f"/api/v1/requests/{found.pk}/wait/").json()["approval"]
 
-    assert approval["quota_held"] is None
-    assert "no quota is held" not in approval["words"]
-    assert "may already reserve quota in the team's ClusterQueue" in approval["words"]
+    assert approval["quota_held"] is False
+    assert "waiting for approval; no quota is held" in approval["words"]
 
 
 def test_when_the_scheduler_cannot_place_what_the_inventory_has_room_for_the_page_says_they_disagree(
