@@ -64,18 +64,12 @@ EXPECTED_POLICIES = 2832
 EXPECTED_QUEUED = 704
 # Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
 # over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
-# = 72, kueue 4 x (gang 3 + 3 x 2) = 36, native 4 x 3 x 2 + gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2
-# = 24: 232 x 48 = 11136, less the 16 refused MPS-on-DRA Kueue gangs (3 each) and the 48 refused MPS-on-DRA Kueue
-# non-gang cases (2 each): 10992.
-EXPECTED_PRIORITY_FIELDS = 10992
-
-FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
-# Priority fields asserted (priority_fields.py), by hand: per strategy variant x model x isolation variant (48) and
-# over the 4 versions: volcano 4 x (gang 6 + single 4 + inference 3 + development 3) = 64, kai 4 x (6 + 4 + 4 + 4)
 # = 72, kueue 4 x 4 shapes x 4 (pod class and grace, owner and pod priority-class label) = 64, native 4 x 3 x 2 +
 # gangs (1.35: 2, 1.36: 4, 1.37: 6) = 36, none 4 x 3 x 2 = 24: 260 x 48 = 12480, less the 64 refused MPS-on-DRA
 # Kueue cases (4 each): 12224.
 EXPECTED_PRIORITY_FIELDS = 12224
+
+FAMILIES = list(itertools.product(SHAPES, POOLS, SCHEDULING_MODELS, BACKENDS))
 COUNTED: dict[str, int] = {"rendered": 0, "refused": 0, "validated": 0, "semantic": 0, "queued": 0, "policies": 0,
                            "priority_fields": 0}
 
