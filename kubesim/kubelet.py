@@ -27,7 +27,6 @@ idempotent and a restarted loop carries on where the last one stopped.
 """
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import time
@@ -41,19 +40,10 @@ from kubesim.scheduler import (
     TERMINAL_PHASES, allocatable, burn_in_pod, pick_node, pod_requests, rejection, unschedulable_message,
     used_on_nodes,
 )
+from kubesim.timestamps import moment_of, stamp
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
-
-
-def _stamp(moment: float) -> str:
-    return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _moment(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> dict | None:
@@ -237,14 +227,14 @@ class Simulation:
             self.fake.patch("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], {
                 "spec": {"nodeName": node},
                 "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                                           "lastTransitionTime": _stamp(now)}], **claims},
+                                           "lastTransitionTime": stamp(now)}], **claims},
             })
 
     def _hold_for_stall(self, pod: Mapping[str, Any], node: Mapping[str, Any], used: dict, now: float) -> None:
         name = node["metadata"]["name"]
         held = used.setdefault(name, {})
         free = {r: allocatable(node).get(r, 0) - held.get(r, 0) - (n - 1) for r, n in pod_requests(pod).items()}
-        self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=_stamp(now)))
+        self.fake.put(burn_in_pod(name, free, suffix=uuid.uuid4().hex[:5], at=stamp(now)))
         held.update({r: held.get(r, 0) + n for r, n in {**free, "pods": 1}.items()})
 
     def _unschedulable(self, pod: Mapping[str, Any], message: str, now: float) -> None:
@@ -254,7 +244,7 @@ class Simulation:
         self.fake.patch_status("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], {
             "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                             "message": message, "lastProbeTime": None,
-                            "lastTransitionTime": (current or {}).get("lastTransitionTime") or _stamp(now)}]})
+                            "lastTransitionTime": (current or {}).get("lastTransitionTime") or stamp(now)}]})
 
     # -- kubelet -----------------------------------------------------------------------------------------------
 
@@ -270,21 +260,21 @@ class Simulation:
                 continue
             scheduled = _condition(pod, "PodScheduled")
             if phase == "Pending" and scheduled and scheduled.get("status") == "True":
-                if now - (_moment(scheduled.get("lastTransitionTime")) or now) >= self.scenario.start_seconds:
+                if now - (moment_of(scheduled.get("lastTransitionTime")) or now) >= self.scenario.start_seconds:
                     self._start(pod, addresses.get(node, "10.0.0.1"), now)
             elif phase == "Running" and _owner_kind(pod) == "Job":
                 # A rank of a gang works only once every rank runs (they meet at the rendezvous first).
                 job_uid = pod["metadata"]["labels"].get("batch.kubernetes.io/controller-uid", "")
                 if job_uid in gang_started and gang_started[job_uid] is None:
                     continue
-                started = gang_started.get(job_uid) or _moment(pod["status"].get("startTime")) or now
+                started = gang_started.get(job_uid) or moment_of(pod["status"].get("startTime")) or now
                 owner = pod["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") or \
                     pod["metadata"]["labels"].get("batch.kubernetes.io/job-name", "")
                 if now - started >= self.scenario.run_seconds_for(owner):
                     self._finish(pod, now)
 
     def _start(self, pod: Mapping[str, Any], host_ip: str, now: float) -> None:
-        at = _stamp(now)
+        at = stamp(now)
         scheduled = _condition(pod, "PodScheduled")
         conditions = [{"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": at}
                       for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")]
@@ -297,7 +287,7 @@ class Simulation:
         })
 
     def _finish(self, pod: Mapping[str, Any], now: float) -> None:
-        at, started = _stamp(now), pod["status"].get("startTime")
+        at, started = stamp(now), pod["status"].get("startTime")
         conditions = [{**c, "status": "False", "reason": "PodCompleted", "lastTransitionTime": at}
                       if c["type"] in ("Ready", "ContainersReady") else c for c in pod["status"].get("conditions") or []]
         self.fake.patch_status("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], {
@@ -320,13 +310,13 @@ class Simulation:
                                       "ready": phases.count("Running"), "succeeded": succeeded,
                                       "failed": phases.count("Failed"), "terminating": 0}
             if mine and not job.get("status", {}).get("startTime"):
-                status["startTime"] = _stamp(now)
+                status["startTime"] = stamp(now)
             if job["spec"].get("completionMode") == "Indexed":
                 done = sorted(int(p["metadata"]["labels"][INDEX_KEY]) for p in mine
                               if p["status"].get("phase") == "Succeeded" and INDEX_KEY in p["metadata"]["labels"])
                 status["completedIndexes"] = ",".join(str(i) for i in done)
             if mine and succeeded >= completions:
-                at = _stamp(now)
+                at = stamp(now)
                 status |= {"completionTime": at, "active": 0, "ready": 0, "conditions": [
                     {"type": kind, "status": "True", "reason": "CompletionsReached",
                      "message": "Reached expected number of succeeded pods", "lastProbeTime": at,
@@ -346,7 +336,7 @@ def _gang_start_times(pods: list[dict[str, Any]]) -> dict[str, float | None]:
     for uid, ranks in by_job.items():
         if len(ranks) < 2:
             continue
-        times = [_moment(p["status"].get("startTime")) if p["status"].get("phase") in ("Running", "Succeeded")
+        times = [moment_of(p["status"].get("startTime")) if p["status"].get("phase") in ("Running", "Succeeded")
                  else None for p in ranks]
         starts[uid] = None if None in times else max(times)
     return starts

@@ -51,20 +51,17 @@ import copy
 import hashlib
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kubesim import kueue_preemption
 from kubesim.scheduler import pod_requests
+from kubesim.timestamps import stamp
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GATE_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-
-
-def _stamp(moment: float | None = None) -> str:
-    return datetime.fromtimestamp(time.time() if moment is None else moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workload_name(job_name: str, job_uid: str) -> str:
@@ -95,7 +92,7 @@ def workload_for(fake, live_job: dict[str, Any], now: float | None = None) -> di
     """The Workload Kueue's job reconciler makes for a Job already in the fake (one the portal applied, say)."""
     meta = live_job["metadata"]
     queue = meta["labels"][QUEUE_LABEL]
-    at = _stamp(now)
+    at = stamp(now)
     workload = {
         "apiVersion": KUEUE,
         "kind": "Workload",
@@ -242,7 +239,7 @@ def _evict_for_retry(fake, workloads: list[dict[str, Any]], at: str) -> None:
                                       "message": "The workload has no reservation", "lastTransitionTime": at}
         fake.patch(KUEUE, "Workload", meta["name"], meta["namespace"], {"status": {
             "conditions": list(conditions.values()), "admissionChecks": checks, "admission": None,
-            **({"requeueState": {"requeueAt": _stamp(requeue_at)}} if requeue_at is not None else {})}})
+            **({"requeueState": {"requeueAt": stamp(requeue_at)}} if requeue_at is not None else {})}})
         owner = next(iter(meta.get("ownerReferences") or []), None)
         if owner and owner["kind"] == "Job":
             fake.patch("batch/v1", "Job", owner["name"], meta["namespace"], {"spec": {"suspend": True}})
@@ -266,9 +263,9 @@ def _holds_quota(workload: dict[str, Any]) -> bool:
             and workload["spec"].get("active", True))
 
 
-def _epoch(stamp: Any) -> float:
+def _epoch(value: Any) -> float:
     try:
-        return datetime.fromisoformat(str(stamp)).timestamp()
+        return datetime.fromisoformat(str(value)).timestamp()
     except ValueError:
         return 0.0
 
@@ -347,7 +344,7 @@ def step(fake, now: float | None = None) -> None:
     """One pass of Kueue over every Workload: make the queued Jobs' Workloads, finish the ended ones, reserve quota,
     then admit the ones with quota whose checks are all Ready and deactivate the ones with a Rejected check.
     `now`: seconds since the epoch for the timestamps (the simulation's clock), else the wall clock."""
-    at = _stamp(now)
+    at = stamp(now)
     _integrate_jobs(fake, now)
     workloads = fake.find(KUEUE, "Workload")
     _finish(fake, workloads, at)

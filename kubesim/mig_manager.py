@@ -3,29 +3,19 @@ applied goes `nvidia.com/mig.config.state=pending`, and after the scaled reconfi
 new MIG devices advertised and labelled (GPU Operator mig-manager; reference §3). Run by `kubesim.kubelet`'s tick."""
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from kubesim import nodes as node_builders
 from kubesim.scenario import Scenario
+from kubesim.timestamps import moment_of, stamp
 
 MIG_CONFIG, MIG_STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
 # The simulator's own bookkeeping on MIG nodes (a real mig-manager keeps it in its own memory).
 APPLIED_LAYOUT = "kubesim.gpu-portal.io/applied-mig-config"
 RECONFIGURE_STARTED = "kubesim.gpu-portal.io/mig-reconfigure-started"
 MODEL_ANNOTATION = "kubesim.gpu-portal.io/gpu-model"
-
-
-def _stamp(moment: float) -> str:
-    return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _moment(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
 def step(fake, scenario: Scenario, now: float) -> None:
@@ -35,10 +25,10 @@ def step(fake, scenario: Scenario, now: float) -> None:
         applied, wanted = annotations.get(APPLIED_LAYOUT), labels.get(MIG_CONFIG)
         if applied is None or not wanted or wanted == applied:
             continue
-        started = _moment(annotations.get(RECONFIGURE_STARTED))
+        started = moment_of(annotations.get(RECONFIGURE_STARTED))
         if labels.get(MIG_STATE) != "pending" or started is None:
             fake.patch("v1", "Node", meta["name"], None, {
-                "metadata": {"labels": {MIG_STATE: "pending"}, "annotations": {RECONFIGURE_STARTED: _stamp(now)}}})
+                "metadata": {"labels": {MIG_STATE: "pending"}, "annotations": {RECONFIGURE_STARTED: stamp(now)}}})
             continue
         gpus = int(labels.get("nvidia.com/gpu.count", "8"))
         if now - started >= scenario.mig_delay(gpus):

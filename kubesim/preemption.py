@@ -25,26 +25,18 @@ Not simulated: PodDisruptionBudgets, preemption of gang members as a group, nomi
 """
 from __future__ import annotations
 
-import datetime
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubesim.scheduler import TERMINAL_PHASES, pod_requests, rejection
+from kubesim.timestamps import moment_of, stamp
 
 SCHEDULING = "scheduling.k8s.io/v1"
 NEVER = "Never"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"
 DEFAULT_GRACE_SECONDS = 30  # core/v1 PodSpec terminationGracePeriodSeconds default
 SIGTERM_EXIT_CODE = 143
-
-
-def _stamp(moment: float) -> str:
-    return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _moment(stamp: str) -> float:
-    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
 
 
 def priority_classes(fake) -> dict[str, dict[str, Any]]:
@@ -170,13 +162,13 @@ def _evict(fake, victim: Mapping[str, Any], preemptor: Mapping[str, Any], node: 
     conditions = [c for c in victim["status"].get("conditions") or [] if c.get("type") != DISRUPTION_TARGET]
     conditions.append({"type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
                        "message": f"{scheduler}: preempting to accommodate a higher priority pod",
-                       "lastProbeTime": None, "lastTransitionTime": _stamp(now)})
+                       "lastProbeTime": None, "lastTransitionTime": stamp(now)})
     fake.patch_status("v1", "Pod", meta["name"], meta["namespace"], {"conditions": conditions})
     grace = victim["spec"].get("terminationGracePeriodSeconds")
     grace = DEFAULT_GRACE_SECONDS if grace is None else int(grace)
     fake.patch("v1", "Pod", meta["name"], meta["namespace"], {"metadata": {
-        "deletionTimestamp": _stamp(now + grace), "deletionGracePeriodSeconds": max(grace, 1)}})
-    at = _stamp(now)
+        "deletionTimestamp": stamp(now + grace), "deletionGracePeriodSeconds": max(grace, 1)}})
+    at = stamp(now)
     fake.put({"apiVersion": "v1", "kind": "Event",
               "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
               "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
@@ -194,10 +186,10 @@ def terminate_due(fake, pods: Sequence[Mapping[str, Any]], now: float) -> None:
     """The kubelet's side of a graceful deletion: once the grace period is over, the containers are stopped, the
     pod turns Failed and is removed from the API."""
     for pod in pods:
-        stamp = pod["metadata"].get("deletionTimestamp")
-        if not stamp or now < _moment(stamp):
+        deadline = pod["metadata"].get("deletionTimestamp")
+        if not deadline or now < moment_of(deadline):
             continue
-        meta, at = pod["metadata"], _stamp(now)
+        meta, at = pod["metadata"], stamp(now)
         if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
             statuses = []
             for status in pod["status"].get("containerStatuses") or []:

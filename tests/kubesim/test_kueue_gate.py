@@ -8,6 +8,7 @@ import pytest
 
 from kubesim import kueue
 from kubesim.nodes import namespace
+from kubesim.timestamps import stamp
 
 NS = "gpu-team-a"
 KUEUE = kueue.KUEUE
@@ -94,14 +95,14 @@ def test_a_retry_with_requeue_after_seconds_keeps_the_workload_out_of_its_queue_
     kueue.step(queue, now=now)
     queue.patch_status(KUEUE, "Workload", workload["metadata"]["name"], NS, {"admissionChecks": [
         {"name": "approval", "state": "Retry", "message": "wait", "requeueAfterSeconds": 60,
-         "lastTransitionTime": kueue._stamp(now)}]})
+         "lastTransitionTime": stamp(now)}]})
 
     kueue.step(queue, now=now + 1)
     kueue.step(queue, now=now + 30)
 
     live = queue.get(KUEUE, "Workload", workload["metadata"]["name"], NS)
     assert condition(queue, workload, "QuotaReserved")["status"] == "False"
-    assert live["status"]["requeueState"]["requeueAt"] == kueue._stamp(now + 60)
+    assert live["status"]["requeueState"]["requeueAt"] == stamp(now + 60)
     assert live["status"]["admissionChecks"][0]["requeueAfterSeconds"] == 60
     kueue.step(queue, now=now + 61)
     assert condition(queue, workload, "QuotaReserved")["status"] == "True"
