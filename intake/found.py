@@ -64,7 +64,7 @@ def answers_from_pod_sets(*, owner_kind: str, shape: list[Mapping[str, Any]], te
     gpus = max(per_pod, default=0)
     if gpus < 1:
         raise CannotDecide("No pod asks an accelerator: nothing for the GPU approval to decide.")
-    pods = sum(int(ps["count"]) if str(ps["count"]).isdigit() else 1 for ps in shape)
+    pods = sum(int(ps["count"]) if str(ps["count"]).isascii() and str(ps["count"]).isdigit() else 1 for ps in shape)
     notes = [f"Reviewed as exactly its pod sets, which is what approval admits and nothing else: {shape_text}."]
     inexact = [name for ps in shape for name in ps["devices_per_pod"] if name != GPU] + \
         [claim for ps in shape for claim in ps["claims_per_pod"]]

@@ -62,7 +62,7 @@ def workload_request_id(workload: Mapping[str, Any]) -> int | None:
     pod template into the Workload's pod set)."""
     for pod_set in (workload.get("spec") or {}).get("podSets") or ():
         for key, value in (((pod_set.get("template") or {}).get("metadata") or {}).get("labels") or {}).items():
-            if key.endswith(REQUEST_LABEL_SUFFIX) and str(value).isdigit():
+            if key.endswith(REQUEST_LABEL_SUFFIX) and str(value).isascii() and str(value).isdigit():
                 return int(value)
     return None
 

@@ -122,7 +122,7 @@ def pod_fault(pod: Mapping, *, ended_at: datetime, devices: Iterable[tuple[str, 
         capacity, allocatable = node_status.get("capacity") or {}, node_status.get("allocatable") or {}
         for name in sorted(_gpu_resources(pod)):
             have, usable = str(capacity.get(name, "")), str(allocatable.get(name, ""))
-            if have.isdigit() and usable.isdigit() and int(usable) < int(have):
+            if all(t.isascii() and t.isdigit() for t in (have, usable)) and int(usable) < int(have):
                 node_name = (node.get("metadata") or {}).get("name", "")
                 evidence.append({"source": "node_allocatable", "device": f"{node_name}/{name}",
                                  "detail": f"node {node_name} has {int(have) - int(usable)} of {have} {name} "

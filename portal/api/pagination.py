@@ -13,7 +13,7 @@ class StandardPagination(PageNumberPagination):
         raw = request.query_params.get(name)
         if raw is None:
             return None
-        if not raw.isdigit() or int(raw) < 1 or (maximum and int(raw) > maximum):
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1 or (maximum and int(raw) > maximum):
             bound = f" and at most {maximum}" if maximum else ""
             raise ValidationError({name: [f"Must be a whole number of at least 1{bound}."]})
         return int(raw)

@@ -14,7 +14,7 @@ from .resources import DRIVER_MAJOR_LABEL
 
 
 def version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+    return tuple(int(p) if p.isascii() and p.isdigit() else 0 for p in version.split("."))
 
 
 def summarise_pool(pool: PoolSpec, nodes: Sequence[NodeFacts], catalogue: Catalogue) -> dict[str, Any]:

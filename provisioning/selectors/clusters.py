@@ -38,7 +38,7 @@ def cluster_detail_list() -> QuerySet[Cluster]:
 
 def pool_get(*, cluster_id, pool_id) -> NodePool:
     pool = NodePool.objects.select_related("cluster", "gpu_model").filter(pk=pool_id, cluster_id=cluster_id).first() \
-        if str(pool_id).isdigit() and str(cluster_id).isdigit() else None
+        if all(str(i).isascii() and str(i).isdigit() for i in (pool_id, cluster_id)) else None
     if pool is None:
         raise NotFound("No such pool in this cluster.")
     return pool

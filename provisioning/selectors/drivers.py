@@ -25,7 +25,7 @@ def driver_upgrade_impact(*, pool: NodePool, driver_version: str, requests=None)
     catalogue = load_catalogue()
 
     def version_key(text: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in text.split(".") if p.isdigit())
+        return tuple(int(p) for p in text.split(".") if p.isascii() and p.isdigit())
 
     if requests is None:
         requests = (
