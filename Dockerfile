@@ -12,6 +12,7 @@ COPY intake ./intake
 COPY provisioning ./provisioning
 COPY chargeback ./chargeback
 COPY register ./register
+COPY workflows ./workflows
 # The pinned dependencies only: the project itself runs from /app (its source), not from site-packages.
 RUN pip install . && pip uninstall -y gpu-golden-path-portal
 COPY . .

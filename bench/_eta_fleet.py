@@ -86,7 +86,7 @@ def queue_clones(fake, team, engineer, approver, *, count: int) -> None:
     import uuid
 
     from intake.models import GpuRequest
-    from intake.services import request_approve, request_submit
+    from workflows.services import request_approve, request_submit
     from kubesim import eta, kueue
     from provisioning.models import ProvisioningJob
 

@@ -192,7 +192,8 @@ def make_requests(count: int, per_request: int, sink, *, cluster_name: str = "gp
     from django.contrib.auth import get_user_model
 
     from intake.models import GpuRequest
-    from intake.services import request_approve, request_submit, request_transition
+    from intake.services import request_transition
+    from workflows.services import request_approve, request_submit
     from portal.models import Team
     from provisioning.models import Cluster, NodePool, ProvisioningJob
     from provisioning.selectors import request_manifests

@@ -12,22 +12,11 @@ class ChargebackConfig(AppConfig):
 
         register_all(COLLECTORS)
 
-        from intake.hooks import register_decision_gate, register_preview_section, register_review_section
+        from intake.hooks import register_decision_gate
 
-        from .budget_hooks import budget_gate, budget_gate_reads, budget_review_section
-        from .cost_preview import cost_preview_section
+        from .budget_hooks import budget_gate, budget_gate_reads
 
+        # A budget's forecast may hold a rule's automatic approval (the decision is intake's, the layer below). The
+        # review page's budget section, the preview's cost and the request page's usage and right-sizing are read
+        # by the workflows above, directly (workflows.selectors).
         register_decision_gate(budget_gate, reads=budget_gate_reads)
-        register_review_section(budget_review_section)
-        register_preview_section(cost_preview_section)
-
-        from intake import hooks
-
-        from .idle.selectors import rightsizing_get
-
-        # The request page shows the right-sizing suggestion (intake, the layer below, asks for it); the API action
-        # is chargeback's own (api/request_views.py).
-        hooks.request_rightsizing.provide(rightsizing_get)
-        from .request_usage import request_usage_so_far
-
-        hooks.request_usage.provide(request_usage_so_far)

@@ -1,4 +1,4 @@
-"""The preview's cost section (intake.hooks.register_preview_section): before anything is submitted, the GPU-hours
+"""The preview's cost section (workflows.selectors.preview_sections): before anything is submitted, the GPU-hours
 the request would use, what they cost at the rate card in force today, and what share of the team's budget left
 this month they take. Reads only."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Demo data for the quickstart: teams, people, a declared cluster inventory, a few requests and last month's
-GPU usage (chargeback.demo), all made through the same services a real user goes through. Idempotent."""
+GPU usage (demo.usage), all made through the same services a real user goes through. Idempotent."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -10,10 +10,10 @@ from django.utils import timezone
 
 from chargeback.budget_services import budget_create
 from chargeback.budgets import team_budget
-from chargeback.demo import load_demo_usage
+from .usage import load_demo_usage
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
-from intake.services import request_approve, request_reject, request_submit
+from workflows.services import request_approve, request_reject, request_submit
 from portal.models import Team
 from portal.services import team_upsert, token_issue, user_upsert
 from provisioning.demo import CLUSTERS

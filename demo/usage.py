@@ -22,16 +22,16 @@ from django.utils import timezone as dj_timezone
 
 from intake.choices import RequestStatus
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
 from portal.errors import DomainError
 from portal.models import Team
 from provisioning.manifests.names import request_base_name, team_namespace
 from provisioning.models import AppliedObject, Cluster
+from workflows.services import request_approve, request_submit
 
-from .models import RateCard, UsageInterval
-from .periods import add_months, day_start, month_start
-from .services import rate_card_create, usage_ingest
-from .synthetic import synthetic_pod
+from chargeback.models import RateCard, UsageInterval
+from chargeback.periods import add_months, day_start, month_start
+from chargeback.services import rate_card_create, usage_ingest
+from chargeback.synthetic import synthetic_pod
 
 DEMO_TEAMS = ("vision", "nlp", "recsys")
 EPOCH = datetime(2024, 1, 1, tzinfo=timezone.utc)  # a Monday: slots count from here

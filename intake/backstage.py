@@ -1,7 +1,7 @@
 """Backstage integration, as data: requests as catalog entities, and the software template whose form is the
 questionnaire and whose step calls the portal's REST API.
 
-Pure functions over plain values; the API view (`intake.api.backstage`) and the `backstage_template` command
+Pure functions over plain values; the API view (`workflows.api.backstage`) and the `backstage_template` command
 feed them.
 """
 from __future__ import annotations

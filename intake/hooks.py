@@ -1,20 +1,18 @@
-"""What intake announces to the layers above it and what it asks of them, filled from their `AppConfig.ready()`,
-so that intake never imports them.
+"""What the request core asks of the layers above it, filled from their `AppConfig.ready()`, so that intake never
+imports them. Only what the core itself needs is here: the workflows (submit, preview, approve, cancel, lease
+expiry) live above provisioning and chargeback, in `workflows/`, and call them directly.
 
-- Status hooks: the request state machine announces each status it enters (provisioning: "on entering approved,
-  enqueue the apply job"). They run inside the transition's transaction, under the request's row lock, in the order
-  they were registered; work they cause is dispatched after commit (`transaction.on_commit`).
-- Providers: one function each that only an upper layer can supply (provisioning: the inventory snapshot the
-  decision reads, the team's quota, the preview's rendered objects). Calling one nobody provided is a programming
-  error, said by name.
-- Decision gates and review sections (chargeback's budgets): `register_decision_gate(gate, reads=None)`, where
+- Providers: one function each that only an upper layer can supply, for the decision that intake makes and that
+  `provisioning` (work found in the cluster, provisioning/admission.py) also asks for: the inventory snapshot the
+  decision places on, its generation, and the team's quota that holds a rule's automatic approval. Calling one
+  nobody provided is a programming error, said by name.
+- Related rows a request is shown with (`request_shown_with`), for the request selectors every layer reads.
+- Decision gates (chargeback's budgets): `register_decision_gate(gate, reads=None)`, where
   `gate(team=, decision=, answers=[, read=]) -> dict` returns the decision (maybe with its automatic approval
   withdrawn and a stable code added to `review_reasons`), run in order whenever a decision is made for a team. A gate
   that must first look something up names it as `reads(team=) -> ScalarSql`: intake reads it in the query that
   reads the decision's stamps and hands the value to the gate as `read`, so a gate with nothing to do costs no
-  round trip. And `register_review_section(section)`, where `section(gpu_request=) -> {"title", "html"} | None`
-  adds to the review page; `register_preview_section(section)`, where `section(team=, decision=, answers=)` does the
-  same for the preview (chargeback: the projected GPU-hours and cost).
+  round trip.
 """
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     from .decisions import Decision, Inventory
-    from .models import GpuRequest
 
 
 class ScalarSql(NamedTuple):
@@ -43,29 +40,6 @@ class ScalarSql(NamedTuple):
 
 class QuotaReading(Protocol):
     limit: Decimal | None
-
-
-class EnteringHook(Protocol):
-    def __call__(self, *, gpu_request: GpuRequest, from_status: str) -> None: ...
-
-
-_ON_ENTERING: dict[str, dict[str, EnteringHook]] = {}
-
-
-def on_entering(status: str, name: str, hook: EnteringHook) -> None:
-    """Run `hook` whenever a request enters `status`. Registered by `name`, so a second `ready()` (tests) replaces
-    rather than doubles it."""
-    _ON_ENTERING.setdefault(status, {})[name] = hook
-
-
-def entering_hooks(status: str) -> list[Callable[..., None]]:
-    return list(_ON_ENTERING.get(status, {}).values())
-
-
-def announce_entering(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
-    """Called by `request_transition` and `request_transition_many` once the new status is saved."""
-    for hook in entering_hooks(to_status):
-        hook(gpu_request=gpu_request, from_status=from_status)
 
 
 # Related rows of the layers above that a request is shown with (provisioning: jobs, applied objects, gang stalls):
@@ -106,31 +80,12 @@ class Provider(Generic[P, R]):
 inventory_snapshot: Provider[[], Inventory] = Provider("inventory_snapshot")
 # A value that changes with every write to what inventory_snapshot reads (intake.decision_cache's key).
 inventory_generation: Provider[[], ScalarSql] = Provider("inventory_generation")
-# Does a request fit its pool now, with its projected GPU-hours and the team's quota
-# (provisioning.selectors.request_fit; keyword arguments gpu_request and, for team visibility, user).
-request_fit: Provider[..., dict] = Provider("request_fit")
-# Why an approved request waits and when it will start, as last read (provisioning.selectors.request_wait;
-# keyword argument gpu_request).
-request_wait: Provider[..., object] = Provider("request_wait")
 # The team's quota on a strategy and what its requests hold (provisioning.selectors.team_quota_state; keyword
 # arguments team, strategy, requested): the automatic-approval gate reads `limit` (None: no quota row).
 team_quota_state: Provider[..., QuotaReading] = Provider("team_quota_state")
-# The objects a previewed request would get and the names they will have, as (objects, ["Kind name", ...])
-# (provisioning.preview.preview_objects; keyword arguments team, name, answers, decision). Answers that cannot be
-# rendered are the caller's mistake: InvalidInput on `answers`.
-preview_objects: Provider[..., tuple[list[dict], list[str]]] = Provider("preview_objects")
-# The right-sizing suggestion from what a request's GPUs did (chargeback.idle.selectors.rightsizing_get; keyword
-# argument gpu_request).
-request_rightsizing: Provider[..., object] = Provider("request_rightsizing")
-# The GPU-hours a request has used so far, as metered, with their cost (chargeback.selectors.request_usage_so_far;
-# keyword argument gpu_request).
-request_usage: Provider[..., dict] = Provider("request_usage")
-# How to reach a request's workload: its namespace, Services and kubectl lines (provisioning.selectors.request_access;
-# keyword argument gpu_request); None before anything is applied.
-request_access: Provider[..., dict | None] = Provider("request_access")
 
 
-# --- decision gates and review sections ---
+# --- decision gates ---
 
 @dataclass(frozen=True)
 class DecisionGate:
@@ -143,29 +98,11 @@ class DecisionGate:
 
 
 DECISION_GATES: list[DecisionGate] = []
-REVIEW_SECTIONS: list[Callable[..., dict | None]] = []
-# The preview's further sections (chargeback: GPU-hours and cost): `section(team=, decision=, answers=)` ->
-# {"title", "html"} | None, shown under the decision before anything is submitted.
-PREVIEW_SECTIONS: list[Callable[..., dict | None]] = []
 
 
 def register_decision_gate(gate: Callable[..., dict], *, reads: Callable[..., ScalarSql] | None = None) -> None:
     if all(known.gate is not gate for known in DECISION_GATES):
         DECISION_GATES.append(DecisionGate(gate=gate, reads=reads))
-
-
-def register_review_section(section: Callable[..., dict | None]) -> None:
-    if section not in REVIEW_SECTIONS:
-        REVIEW_SECTIONS.append(section)
-
-
-def register_preview_section(section: Callable[..., dict | None]) -> None:
-    if section not in PREVIEW_SECTIONS:
-        PREVIEW_SECTIONS.append(section)
-
-
-def preview_sections(*, team, decision: dict, answers: dict) -> list[dict]:
-    return [shown for section in PREVIEW_SECTIONS if (shown := section(team=team, decision=decision, answers=answers))]
 
 
 def decision_gate_reads(*, team) -> dict[str, ScalarSql]:

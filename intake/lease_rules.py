@@ -1,5 +1,5 @@
 """The rules of a lease, without writing anything: when a decided lease ends, how much of it is left, how its hours
-are said, and the event reasons. The writes (extension, reminders, expiry) are in `intake.leases`."""
+are said, and the event reasons. The writes (extension, reminders, expiry) are in `workflows.leases`."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta

@@ -1,7 +1,6 @@
 """Reads for policy and requests. Team visibility always comes from portal.selectors."""
 from __future__ import annotations
 
-from datetime import timedelta
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
@@ -265,21 +264,3 @@ def approval_queue(*, user) -> QuerySet[GpuRequest]:
     return (GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL).select_related("team", "requested_by")
             .order_by("created_at", "pk"))
 
-
-def request_running_facts(gpu_request: GpuRequest) -> dict | None:
-    """A running request's clock and reach: since when it runs, when it is expected to end (its expected_hours, or
-    its lease if that ends first), the GPU-hours metered so far and how to reach the workload. Reads the prefetched
-    events. (A stalled gang's page says what it burns instead.)"""
-    if gpu_request.status != RequestStatus.RUNNING:
-        return None
-    since = next((e.at for e in gpu_request.events.all()
-                  if e.kind == "transition" and e.to_status == RequestStatus.RUNNING), None)
-    since = since or gpu_request.status_changed_at
-    hours = gpu_request.answers.get("expected_hours")
-    expected_end = since + timedelta(hours=float(hours)) if hours else None
-    lease_end = gpu_request.lease_expires_at
-    ends_by_lease = lease_end is not None and (expected_end is None or lease_end < expected_end)
-    return {"since": since, "expected_end": lease_end if ends_by_lease else expected_end,
-            "end_basis": "its lease" if ends_by_lease else ("its expected run time" if hours else ""),
-            "usage": hooks.request_usage(gpu_request=gpu_request),
-            "access": hooks.request_access(gpu_request=gpu_request)}

@@ -109,7 +109,7 @@ def run(fake, *, cluster_name: str, team, engineer, platform_user, clock: Clock,
     Approvals dispatch the apply after commit: run this where on_commit callbacks run (autocommit, or a
     transactional test) and Celery runs tasks eagerly."""
     from intake.models import GpuRequest
-    from intake.services import request_approve, request_submit
+    from workflows.services import request_approve, request_submit
     from provisioning.admission import admission_checks_sync
     from provisioning.inventory import team_quota_set
     from provisioning.inventory_sync import inventory_sync

@@ -19,7 +19,7 @@ from portal.configuration_meanings import MEANINGS, SCRIPT_MEANINGS, SECTIONS
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "configuration.md"
 # Code that runs in the portal's processes; bench/ and tests/ have their own knobs, documented where they are used.
-PACKAGES = ("portal", "intake", "provisioning", "chargeback", "register", "deploy")
+PACKAGES = ("portal", "intake", "provisioning", "chargeback", "register", "workflows", "deploy")
 MODULES = ("gunicorn.conf.py",)
 SCRIPTS = ("scripts/lib.sh", "scripts/demo", "scripts/test", ".ci/run")
 # Functions whose first argument names an environment variable and whose second, if any, is its default.

@@ -129,7 +129,7 @@ MEANINGS: dict[str, dict[str, str]] = {
     "CHARGEBACK_COLLECT_SECONDS": {"section": "celery", "meaning": "how often beat runs a usage collection pass "
                                    "over every enabled cluster"},
     "PORTAL_LEASE_SWEEP_SECONDS": {"section": "celery", "meaning": "how often beat sends lease reminders and "
-                                   "takes down grants whose lease ended (`intake.lease_sweep`)"},
+                                   "takes down grants whose lease ended (`workflows.lease_sweep`)"},
     "CHARGEBACK_BUDGET_CHECK_SECONDS": {"section": "celery", "meaning": "how often beat checks every budget's "
                                         "forecast against its thresholds and notifies each crossing once "
                                         "(`chargeback.budget_thresholds_notify`)"},

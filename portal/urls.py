@@ -9,7 +9,7 @@ from .api.views import MeView
 
 api_v1 = [
     path("me/", MeView.as_view(), name="me"),
-    path("", include("intake.api.urls")),
+    path("", include("workflows.api.urls")),
     path("", include("provisioning.api.urls")),
     path("", include("portal.api.urls")),
     path("", include("chargeback.api.urls")),
@@ -34,7 +34,7 @@ urlpatterns = [
     path("", include("register.urls")),  # platform decision register
     path("", include("provisioning.urls")),  # the capacity page
     re_path(r"^api/", api_not_found),
-    path("", include("intake.urls")),
+    path("", include("workflows.urls")),
 ]
 
 handler403 = "portal.error_pages.permission_denied"

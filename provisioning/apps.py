@@ -7,7 +7,6 @@ class ProvisioningConfig(AppConfig):
 
     def ready(self):
         from intake import hooks
-        from intake.choices import RequestStatus
         from portal.metrics import register_all
         from portal.outbox import outbox_register
 
@@ -15,30 +14,18 @@ class ProvisioningConfig(AppConfig):
         from django.db.models import Prefetch
 
         from .models import AppliedObject, GangNotification, GangStall, ProvisioningJob
-        from .preview import preview_objects
-        from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait, team_quota_state
-        from .services import allocation_on_approved, allocation_on_cancelled
+        from .selectors import inventory_generation, inventory_snapshot, team_quota_state
         from .sweeps import allocation_sweep_now, gang_notification_sweep_now
 
         register_all(COLLECTORS)
         # Their outboxes are swept with every other (portal.outbox).
         outbox_register("provisioning_jobs", allocation_sweep_now)
         outbox_register("gang_notifications", gang_notification_sweep_now)
-        # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.
-        hooks.on_entering(RequestStatus.APPROVED, "provisioning.apply", allocation_on_approved)
-        hooks.on_entering(RequestStatus.CANCELLED, "provisioning.teardown", allocation_on_cancelled)
-        # ...and supplies the inventory its decision places on.
+        # The decision (intake, the layer below) places on provisioning's inventory and holds automatic approval
+        # against the team's quota. (The workflows above call provisioning directly: workflows.services.)
         hooks.inventory_snapshot.provide(inventory_snapshot)
         hooks.inventory_generation.provide(inventory_generation)
-        hooks.request_fit.provide(request_fit)
-        hooks.request_wait.provide(request_wait)
         hooks.team_quota_state.provide(team_quota_state)
-        hooks.preview_objects.provide(preview_objects)
-        from .selectors.access import request_access
-        from .selectors.admission import admission_review_section
-
-        hooks.request_access.provide(request_access)
-        hooks.register_review_section(admission_review_section)
         # A request is shown with what provisioning did for it.
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",

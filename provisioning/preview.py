@@ -1,5 +1,5 @@
-"""The objects a previewed request would get, and the names they will have: rendered for intake's preview (intake
-asks through `intake.hooks.preview_objects`, provided from this app's ready())."""
+"""The objects a previewed request would get, and the names they will have: rendered for the preview
+(`workflows.services.request_preview` calls it)."""
 from __future__ import annotations
 
 from intake.decisions import Decision

@@ -131,16 +131,18 @@ def allocation_enqueue(*, gpu_request, kind: str = JobKind.APPLY):
     return job
 
 
-def allocation_on_approved(*, gpu_request, from_status: str) -> None:
-    """intake.hooks, on entering approved: the request gets its apply job, unless its objects came from the
-    cluster (the admission check admits them, provisioning/admission.py)."""
+def allocation_on_approved(*, gpu_request) -> None:
+    """Called by the workflows that approve (workflows.services), in the approval's transaction: the request gets
+    its apply job, unless its objects came from the cluster (the admission check admits them,
+    provisioning/admission.py)."""
     if gpu_request.origin == RequestOrigin.CLUSTER:
         return
     allocation_enqueue(gpu_request=gpu_request, kind=JobKind.APPLY)
 
 
-def allocation_on_cancelled(*, gpu_request, from_status: str) -> None:
-    """intake.hooks, on entering cancelled: what was applied (or is being applied) is torn down."""
+def allocation_on_cancelled(*, gpu_request) -> None:
+    """Called by whatever cancels a request (workflows.services, workflows.leases, chargeback.idle.services), in
+    the cancel's transaction: what was applied (or is being applied) is torn down."""
     if gpu_request.provisioning_jobs.filter(kind=JobKind.APPLY).exists():
         allocation_enqueue(gpu_request=gpu_request, kind=JobKind.TEARDOWN)
 

@@ -14,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("gpu", "portal", "intake", "provisioning", "chargeback", "register", "demo", "kubesim", "deploy")
+PACKAGES = ("gpu", "portal", "intake", "provisioning", "chargeback", "register", "workflows", "demo", "kubesim",
+            "deploy")
 
 
 def module_name(path: Path) -> str:

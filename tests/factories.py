@@ -7,7 +7,7 @@ from __future__ import annotations
 import factory
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from portal.models import Team
 from portal.services import token_issue, user_upsert
 
@@ -40,7 +40,7 @@ def make_user(username: str, role: str, *teams: Team, password: str = "pw-for-te
 
 
 class RequestFactory(factory.Factory):
-    """A request made as an engineer makes one: `intake.services.request_submit`, so it carries the decision
+    """A request made as an engineer makes one: `workflows.services.request_submit`, so it carries the decision
     `decide()` makes for its answers (and the automatic approval the policy gives, if any).
     `RequestFactory(user=engineer, team=team_a, answers={...})`."""
 

@@ -19,7 +19,8 @@ from chargeback.budget_services import budget_create, budget_delete
 from chargeback.models import IdlePolicy, RateCard
 from chargeback.services import rate_card_create, rate_card_delete
 from intake.models import PolicyVersion
-from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve, request_submit
+from intake.services import policy_version_draft_create, policy_version_sign_off
+from workflows.services import request_approve, request_submit
 from portal.errors import PermissionDenied
 from provisioning.inventory import team_quota_set
 from provisioning.inventory_sync import inventory_sync_request

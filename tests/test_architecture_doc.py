@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
-PACKAGES = ("gpu", "portal", "intake", "provisioning", "chargeback", "register", "demo", "kubesim")
+PACKAGES = ("gpu", "portal", "intake", "provisioning", "chargeback", "register", "workflows", "demo", "kubesim")
 DOTTED = re.compile(r"`((?:%s)(?:\.[A-Za-z_]\w*)+)(?:\(\))?`" % "|".join(PACKAGES))  # not `demo.py`: a file
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*(?:\.py|/))`")
 
@@ -36,7 +36,7 @@ def test_the_walk_from_the_web_form_to_the_chargeback_report_is_on_the_page():
     text = PAGE.read_text()
     walk = text[text.index("### From the web form to the chargeback report"):text.index("### The decision as a type")]
     names = DOTTED.findall(walk)
-    assert "intake.views.request_new" in names and "chargeback.selectors.report_rows" in names
+    assert "workflows.views.request_new" in names and "chargeback.selectors.report_rows" in names
     assert len(names) >= 30
 
 

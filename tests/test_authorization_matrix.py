@@ -19,7 +19,8 @@ from chargeback.periods import month_start
 from chargeback.services import period_closable
 from intake.models import GpuRequest
 from intake.policy_review import policy_version_diff
-from intake.services import policy_version_draft_create, request_submit
+from intake.services import policy_version_draft_create
+from workflows.services import request_submit
 from portal.models import ApiToken
 from provisioning.models import Cluster
 from tests.conftest import VALID_ANSWERS

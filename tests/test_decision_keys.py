@@ -16,7 +16,7 @@ from pathlib import Path
 from intake.decisions import Decision
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ["gpu", "portal", "intake", "provisioning", "chargeback", "register", "demo", "kubesim", "bench",
+SCANNED = ["gpu", "portal", "intake", "provisioning", "chargeback", "register", "workflows", "demo", "kubesim", "bench",
            "deploy", "scripts", "tests"]
 # The type's module reads and writes the JSON; its test pins the stored shapes, key by key; this file holds samples.
 EXEMPT = {"intake/decisions/decision.py", "tests/intake/test_decision_type.py", "tests/test_decision_keys.py"}

@@ -17,7 +17,7 @@ from hypothesis import settings as hypothesis_settings
 
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS
 from tests.factories import TeamFactory, make_user
 

@@ -20,7 +20,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from chargeback.services import rate_card_create
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS
 from tests.factories import TeamFactory, make_user
 

@@ -25,18 +25,18 @@ def test_the_layer_contracts_are_kept():
 
 
 def test_an_upward_import_inside_a_function_breaks_the_layers(tmp_path):
-    # intake.leases imports intake.services (the lease sweep cancels through it); a contract putting services
-    # above leases is broken by that import, wherever it stands: the graph counts imports inside functions too.
+    # workflows.leases imports intake.services (the lease sweep cancels through the state machine); a contract
+    # putting services above leases is broken by that import, wherever it stands: the graph counts imports inside
+    # functions too.
     config = (ROOT / "pyproject.toml").read_text() + """
 [[tool.importlinter.contracts]]
 id = "services-above-leases"
-name = "Within intake, services above leases"
+name = "Intake's services above the workflows' leases"
 type = "layers"
-containers = ["intake"]
-layers = ["services", "leases"]
+layers = ["intake.services", "workflows.leases"]
 """
     (tmp_path / "pyproject.toml").write_text(config)
     result = lint_imports(tmp_path / "pyproject.toml")
     assert result.returncode == 1
-    assert "intake.leases is not allowed to import intake.services" in result.stdout
-    assert "intake.leases -> intake.services" in result.stdout
+    assert "workflows.leases is not allowed to import intake.services" in result.stdout
+    assert "workflows.leases -> intake.services" in result.stdout

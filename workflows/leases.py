@@ -11,15 +11,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from intake import events
+from intake.choices import REQUEST_TERMINAL, RequestStatus
+from intake.lease_rules import LEASE_EXPIRED, LEASE_EXTENDED, LEASE_REMINDED, lease_hours_words, lease_time_left
+from intake.models import GpuRequest
+from intake.selectors import EXTEND, request_action_check, request_get
+from intake.services import request_transition
 from portal.errors import Conflict, InvalidInput
 from portal.notices import notice_queue
+from provisioning.services import allocation_on_cancelled
 
-from . import events
-from .choices import REQUEST_TERMINAL, RequestStatus
-from .lease_rules import LEASE_EXPIRED, LEASE_EXTENDED, LEASE_REMINDED, lease_hours_words, lease_time_left
-from .models import GpuRequest
-from .selectors import EXTEND, request_action_check, request_get
-from .services import request_transition
 
 @transaction.atomic
 def lease_extend(*, user, request_id: int, hours: float, now: datetime | None = None) -> GpuRequest:
@@ -95,10 +96,12 @@ def lease_sweep(*, now: datetime | None = None) -> LeaseSweep:
             reminded.append(pk)
     for gpu_request in live.filter(lease_expires_at__lte=now).only("pk", "lease_expires_at"):
         try:
-            request_transition(
-                request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=None, reason=LEASE_EXPIRED,
-                comment=f"The lease ended {gpu_request.lease_expires_at:%Y-%m-%d %H:%M} UTC; the portal took the "
-                        "workload down.")
+            with transaction.atomic():  # the cancel and its teardown job, or neither
+                cancelled = request_transition(
+                    request_id=gpu_request.pk, to_status=RequestStatus.CANCELLED, actor=None, reason=LEASE_EXPIRED,
+                    comment=f"The lease ended {gpu_request.lease_expires_at:%Y-%m-%d %H:%M} UTC; the portal took "
+                            "the workload down.")
+                allocation_on_cancelled(gpu_request=cancelled)
         except Conflict:  # it finished or was cancelled meanwhile
             continue
         expired.append(gpu_request.pk)

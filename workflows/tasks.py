@@ -1,4 +1,4 @@
-"""Background entry points of intake: thin, each runs one service."""
+"""Background entry points of the request workflows: thin, each runs one service."""
 from __future__ import annotations
 
 from celery import shared_task
@@ -6,8 +6,8 @@ from celery import shared_task
 from . import leases
 
 
-@shared_task(name="intake.lease_sweep")
+@shared_task(name="workflows.lease_sweep")
 def lease_sweep() -> dict:
-    """Beat: lease reminders and expiries (intake.leases.lease_sweep); idempotent."""
+    """Beat: lease reminders and expiries (workflows.leases.lease_sweep); idempotent."""
     result = leases.lease_sweep()
     return {"reminded": result.reminded, "expired": result.expired}

@@ -10,16 +10,18 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-# The request page shows chargeback's right-sizing suggestion (what its GPUs really did); a read, nothing more.
 from portal.errors import DomainError, NotFound, PermissionDenied
 from portal.roles import primary_role
 from portal.selectors import team_list_requestable, team_list_visible
 
-from . import hooks, lease_rules, leases, selectors, services
-from .choices import REQUEST_TERMINAL, RequestStatus
-from .decisions import summarise
-from .forms import CancelForm, LeaseExtendForm, RequestForm
-from .questionnaire import QUESTIONS
+from intake import lease_rules, selectors
+from intake.choices import REQUEST_TERMINAL, RequestStatus
+from intake.decisions import summarise
+from intake.forms import CancelForm, LeaseExtendForm, RequestForm
+from intake.questionnaire import QUESTIONS
+
+from . import leases, services
+from .selectors import preview_sections, request_rightsizing, request_running_facts, request_wait
 
 
 @login_required
@@ -121,8 +123,8 @@ def request_preview(request):
             context["decision"] = preview.decision
             context["summary"] = summarise(preview.decision, marked_below=True)
             context["manifest_kinds"] = preview.object_names
-            context["sections"] = hooks.preview_sections(team=form.cleaned_data["team"], decision=preview.decision,
-                                                         answers=preview.answers)
+            context["sections"] = preview_sections(team=form.cleaned_data["team"], decision=preview.decision,
+                                                   answers=preview.answers)
         except DomainError as exc:
             errors = exc.as_field_errors() if exc.field else {"request": [exc.message]}
             context["errors"] = errors.get("answers", errors)
@@ -143,8 +145,8 @@ def _request_page(request, gpu_request) -> dict:
         "gpu_request": gpu_request,
         "decision": gpu_request.decision,
         "actions": selectors.request_actions(user=request.user, gpu_request=gpu_request),
-        "wait": hooks.request_wait(gpu_request=gpu_request),
-        "running": selectors.request_running_facts(gpu_request),
+        "wait": request_wait(gpu_request=gpu_request),
+        "running": request_running_facts(gpu_request),
         "finished": gpu_request.status in REQUEST_TERMINAL,
     }
 
@@ -160,7 +162,7 @@ def request_detail(request, pk):
         "summary": selectors.request_summary(gpu_request),
         "answer_rows": selectors.request_answer_rows(gpu_request),
         "lease_left": lease_rules.lease_time_left(gpu_request),
-        "rightsizing": hooks.request_rightsizing(gpu_request=gpu_request),
+        "rightsizing": request_rightsizing(gpu_request),
     })
 
 

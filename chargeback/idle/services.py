@@ -20,6 +20,7 @@ from intake.services import request_transition
 from portal.notices import notice_queue
 from provisioning.models import Cluster
 from provisioning.reconcile.rules import duration_words
+from provisioning.services import allocation_on_cancelled
 
 from ..choices import Category
 from ..models import UsageInterval
@@ -218,13 +219,14 @@ def _book_idle(episode: IdleAllocation, *, now: datetime) -> None:
 
 
 def _release(episode: IdleAllocation, *, rule: rules.IdleRule, now: datetime) -> None:
-    """Through the normal cancel path: the transition's follow-up tears its objects down after commit."""
-    request_transition(
+    """Through the state machine, then the teardown job (queued in this transaction, sent after commit)."""
+    gpu_request = request_transition(
         request_id=episode.request_id, to_status=RequestStatus.CANCELLED, actor=None, reason="IdleReleased",
         comment=f"Released by the portal: its GPUs were idle (below {episode.threshold_percent.normalize():f}%) "
                 f"since {episode.idle_since:%Y-%m-%d %H:%M:%S} UTC and still were {_minutes(rule.release_after)} "
                 f"after the owner was told; the {episode.workload_class} policy releases idle GPUs.",
     )  # fmt: skip
+    allocation_on_cancelled(gpu_request=gpu_request)
     episode.released_at = episode.ended_at = now
     episode.end_reason = IdleEnd.RELEASED
     episode.save(update_fields=["released_at", "ended_at", "end_reason", "updated_at"])

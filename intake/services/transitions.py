@@ -1,6 +1,8 @@
 """The request state machine's one door: every status change goes through `request_transition` (or, for many at
-once, `request_transition_many`), which locks, checks the edge, saves, records the event and announces the new
-status to the layers above."""
+once, `request_transition_many`), which locks, checks the edge, saves and records the event. What a status
+causes in the layers above is the caller's to do, in the same transaction: the workflows that approve or cancel
+(`workflows.services`, `workflows.leases`, `chargeback.idle.services`) queue provisioning's apply or teardown job
+right after the transition."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +12,7 @@ from django.utils import timezone
 
 from portal.errors import Conflict
 
-from .. import events, hooks
+from .. import events
 from ..choices import REQUEST_TRANSITIONS, RequestStatus
 from ..lease_rules import lease_start
 from ..models import GpuRequest
@@ -20,8 +22,7 @@ from ..models import GpuRequest
 def request_transition(
     *, request_id: int, to_status: str, actor, comment: str = "", reason: str = "", expected_from: str | None = None
 ) -> GpuRequest:
-    """The one place a request changes status: lock the row, check the edge, save, record the event, and
-    schedule follow-up work after commit. `reason` is the machine-readable cause (e.g. GangStalled).
+    """The one place a request changes status: lock the row, check the edge, save and record the event. `reason` is the machine-readable cause (e.g. GangStalled).
     `expected_from`: the status the caller saw; if the request has moved on since, nothing happens (Conflict), so
     of many people acting on what they saw, exactly one wins."""
     gpu_request = GpuRequest.objects.select_for_update(no_key=True).get(pk=request_id)
@@ -37,7 +38,6 @@ def request_transition(
     events.event_transition(
         request=gpu_request, actor=actor, from_status=from_status, to_status=to_status, comment=comment, reason=reason
     )
-    _schedule_follow_up(gpu_request, from_status=from_status, to_status=to_status)
     return gpu_request
 
 
@@ -53,7 +53,7 @@ class TransitionChange:
 def request_transition_many(*, changes: list[TransitionChange], actor=None) -> tuple[list[int], dict[int, str]]:
     """Many transitions in a handful of statements, checked exactly as `request_transition` checks one: the rows
     are locked (in id order, so concurrent batches cannot deadlock), each edge is checked, the allowed ones are
-    saved with one UPDATE and one event insert, and their follow-up work is scheduled. A request whose edge is
+    saved with one UPDATE and one event insert. A request whose edge is
     not allowed any more (cancelled meanwhile, say) is left alone. Returns (ids changed, {id: why not})."""
     wanted = {change.request_id: change for change in changes}
     locked = GpuRequest.objects.select_for_update(no_key=True).filter(pk__in=wanted).order_by("pk")
@@ -73,9 +73,8 @@ def request_transition_many(*, changes: list[TransitionChange], actor=None) -> t
     events.events_transition_many(
         rows=[(r, actor, from_status, c.to_status, c.comment, c.reason) for r, from_status, c in allowed]
     )
-    for gpu_request, from_status, change in allowed:
+    for gpu_request, _, change in allowed:
         gpu_request.status, gpu_request.status_changed_at = change.to_status, now
-        _schedule_follow_up(gpu_request, from_status=from_status, to_status=change.to_status)
     return [r.pk for r, _, _ in allowed], refused
 
 
@@ -107,9 +106,3 @@ def check_edge(gpu_request: GpuRequest, to_status: str) -> None:
             f"Request #{gpu_request.pk} is {gpu_request.status.replace('_', ' ')}; it cannot become "
             f"{to_status.replace('_', ' ')}."
         )
-
-
-def _schedule_follow_up(gpu_request: GpuRequest, *, from_status: str, to_status: str) -> None:
-    """Work a status change causes, recorded in this transaction and dispatched only after commit, by the layers
-    above that subscribed to the new status (intake.hooks: provisioning enqueues its apply and teardown jobs)."""
-    hooks.announce_entering(gpu_request, from_status=from_status, to_status=to_status)

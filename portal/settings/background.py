@@ -82,9 +82,9 @@ CELERY_BEAT_SCHEDULE: dict = {name: entry for name, entry in {
     "chargeback-usage-collect": {
         "task": "chargeback.usage_collect", "schedule": _env_every("CHARGEBACK_COLLECT_SECONDS", "300", offset=220),
     },
-    # Leases: reminders before expiry, teardown at expiry (intake.leases).
+    # Leases: reminders before expiry, teardown at expiry (workflows.leases).
     "intake-lease-sweep": {
-        "task": "intake.lease_sweep", "schedule": _env_every("PORTAL_LEASE_SWEEP_SECONDS", "300", offset=75),
+        "task": "workflows.lease_sweep", "schedule": _env_every("PORTAL_LEASE_SWEEP_SECONDS", "300", offset=75),
     },
     # Budgets: a notice per threshold crossed, once a month (chargeback.budgets).
     "chargeback-budget-thresholds": {

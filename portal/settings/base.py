@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "provisioning",
     "chargeback",
     "register",  # platform decision register
+    "workflows",  # submit, preview, approve, cancel, lease expiry; the request API, pages and admin
     "demo",  # the quickstart's load_demo command; above every domain app
 ]
 # The simulated cluster's `manage.py simulate_cluster` (docs/simulated-cluster.md), where its `sim` extra (kmock) is

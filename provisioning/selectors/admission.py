@@ -1,4 +1,4 @@
-"""The review page's admission section (intake.hooks.register_review_section): for work bound to a Kueue Workload
+"""The review page's admission section (workflows.selectors.review_sections): for work bound to a Kueue Workload
 (a request found in the cluster, or an approved request once admitted), exactly what approval admits there -- the
 Workload's pod sets (count x devices and DRA claims per pod, images), its namespace and uid (docs/admission-check.md)."""
 from __future__ import annotations

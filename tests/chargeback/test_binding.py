@@ -17,7 +17,7 @@ from django.core.management import call_command
 from chargeback.models import UsageCollection
 from chargeback.services import usage_collect
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import nodes as k
 from kubesim.kubelet import Simulation
 from kubesim.scenario import Scenario

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from chargeback.models import HardwareCredit, RateCard, UsageInterval
 from chargeback.periods import add_months
 from chargeback.services import usage_collect
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import dra
 from kubesim import nodes as k
 from kubesim.kubelet import Simulation

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from chargeback.charts import stacked_bars
-from chargeback.demo import SCHEDULES, pod_windows
+from demo.usage import SCHEDULES, pod_windows
 from chargeback.models import ClosedPeriod, RateCard, UsageCollection, UsageInterval
 from chargeback.periods import add_months, month_start
 from chargeback.services import usage_ingest

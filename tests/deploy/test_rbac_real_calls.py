@@ -14,7 +14,7 @@ from django.core.management import call_command
 from chargeback.services import usage_collect
 from deploy.rbac import Call, assert_least_privilege
 from intake.models import GpuRequest
-from intake.services import request_approve, request_cancel, request_submit
+from workflows.services import request_approve, request_cancel, request_submit
 from provisioning.admission import admission_checks_sync
 from provisioning.inventory import cluster_declare, team_quota_set
 from provisioning.inventory_sync import inventory_sync

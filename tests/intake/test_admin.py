@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from intake.backstage import entity_name
 from intake.decisions import Decision
 from intake.management.commands.backstage_template import DEFAULT_OUTPUT, DEFAULT_PORTAL_URL, render_template
 from intake.questionnaire import QUESTIONS, questionnaire_definition
-from intake.services import request_cancel, request_submit
+from workflows.services import request_cancel, request_submit
 from tests.conftest import VALID_ANSWERS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from intake.models import GpuRequest, RequestEvent
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.factories import make_user
 
@@ -87,7 +87,8 @@ def test_cancels_racing_approvals_leave_one_consistent_event_chain(engineer, tea
 def test_batch_transitions_check_each_edge_under_the_lock(engineer, platform_user, team_a, inventory):
     """Given three provisioning requests, one cancelled meanwhile, when a batch moves all three to running, then
     the two still provisioning change with one event each and the cancelled one is left alone."""
-    from intake.services import TransitionChange, request_cancel, request_transition, request_transition_many
+    from intake.services import TransitionChange, request_transition, request_transition_many
+    from workflows.services import request_cancel
 
     reqs = []
     for name in ("b1", "b2", "b3"):
@@ -115,7 +116,7 @@ def test_a_submission_never_waits_for_the_approval_lock_on_its_team(engineer, pl
     not wait (FOR NO KEY UPDATE; a FOR UPDATE made it wait here, and deadlock with a third transaction)."""
     from django.db import OperationalError, connection, transaction
 
-    from intake.services import _lock_team_quota
+    from workflows.services import _lock_team_quota
 
     locked, done = threading.Event(), threading.Event()
     outcome = {}

@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 from django.db import connection
 
-from intake.api.serializers import DecisionSerializer
+from workflows.api.serializers import DecisionSerializer
 from intake.decisions import (DECISION_VERSION, Answers, ApprovalLimits, Decision, DecisionShapeError, DriverTerms,
                               Gang, Lease, Priority, Reason, decide, summarise)
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS
 from tests.intake.test_policy_matrix import default_policy, demo_inventory
 

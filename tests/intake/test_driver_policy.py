@@ -12,7 +12,8 @@ import pytest
 from intake.decisions import Decision, DriverTerms
 from intake.models import GpuRequest, Rule
 from intake.policy_review import policy_version_diff
-from intake.services import policy_version_draft_create, policy_version_sign_off, request_approve
+from intake.services import policy_version_draft_create, policy_version_sign_off
+from workflows.services import request_approve
 from portal.errors import InvalidInput
 from provisioning.models import NodePool
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from intake.models import GpuRequest, RequestEvent
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.models import ProvisioningJob
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.factories import make_user

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from portal.errors import Conflict
 from provisioning.inventory import cluster_declare, team_quota_set
 from provisioning.inventory_sync import inventory_sync

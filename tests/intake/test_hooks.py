@@ -1,6 +1,7 @@
-"""The request state machine announces statuses through intake.hooks; provisioning, the layer above, subscribes
-from its AppConfig.ready(). Given the installed apps, when a request is approved or cancelled over the API, then
-provisioning's job is queued exactly once; a status nobody subscribed to queues nothing."""
+"""What the request core still asks of the layers above (intake.hooks: the inventory, its generation, the team's
+quota), provided from provisioning's AppConfig.ready(); and what the workflows above do after a status change,
+directly: given the installed apps, when a request is approved or cancelled over the API, then provisioning's job
+is queued exactly once; a rejection or a cancel before any apply queues nothing."""
 from __future__ import annotations
 
 import pytest
@@ -9,19 +10,18 @@ from django.apps import apps
 from intake import hooks
 from intake.decision_cache import decision_inputs
 from provisioning.models import ProvisioningJob
-from provisioning.selectors import inventory_snapshot
-from provisioning.services import allocation_on_approved, allocation_on_cancelled
+from provisioning.selectors import inventory_generation, inventory_snapshot, team_quota_state
 from tests.factories import request_submit_via_api
 
 pytestmark = pytest.mark.django_db
 
 
-def test_provisioning_subscribes_once_even_when_ready_runs_again():
+def test_provisioning_provides_what_the_decision_reads_even_when_ready_runs_again():
     apps.get_app_config("provisioning").ready()  # tests and reloads may run ready() twice
 
-    assert hooks.entering_hooks("approved") == [allocation_on_approved]
-    assert hooks.entering_hooks("cancelled") == [allocation_on_cancelled]
-    assert hooks.entering_hooks("rejected") == []
+    assert hooks.inventory_snapshot._function is inventory_snapshot
+    assert hooks.inventory_generation._function is inventory_generation
+    assert hooks.team_quota_state._function is team_quota_state
 
 
 def test_an_approval_over_the_api_queues_one_apply_job(api, engineer, platform_user, team_a, inventory,

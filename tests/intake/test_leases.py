@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from intake.decisions import Decision, Lease
 from intake.models import GpuRequest
-from intake.tasks import lease_sweep
+from workflows.tasks import lease_sweep
 from portal.models import Notice
 from provisioning.models import Cluster, ProvisioningJob
 from tests.factories import make_user

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from intake.decisions import Decision, MultiNode
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory import cluster_declare
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 
 from intake.choices import DataSensitivity, FabricIsolation, Latency, RequestStatus, Tenancy
 from intake.questionnaire import QUESTIONS
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from provisioning.choices import GangScheduler, SchedulingModel, Strategy
 from provisioning.inventory import team_quota_set
 from tests.conftest import VALID_ANSWERS

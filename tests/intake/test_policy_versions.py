@@ -4,7 +4,8 @@ import pytest
 from intake.choices import PolicyStatus
 from intake.models import PolicyVersion, Rule
 from intake.policy_review import policy_version_diff
-from intake.services import policy_version_draft_create, policy_version_sign_off, request_submit
+from intake.services import policy_version_draft_create, policy_version_sign_off
+from workflows.services import request_submit
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from tests.conftest import VALID_ANSWERS
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory import team_quota_set
 from tests.conftest import client_for
 from tests.factories import make_user

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.factories import make_user
 

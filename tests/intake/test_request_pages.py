@@ -17,7 +17,7 @@ from django.utils import timezone
 from chargeback.models import Budget, RateCard
 from chargeback.services import usage_ingest
 from intake.models import GpuRequest, RequestEvent
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.models import Cluster, GangStall
 from provisioning.reconcile.notifications import gang_notification_deliver, gang_notify
 from tests.chargeback.conftest import pod_for

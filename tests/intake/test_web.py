@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from tests.conftest import VALID_ANSWERS
 from tests.support.celery_worker import eager
 
@@ -130,7 +130,7 @@ def test_finance_has_no_new_request_page(finance_user):
 
 
 def test_cancelling_a_running_request_needs_the_confirmation(engineer, platform_user, team_a, inventory):
-    from intake.services import request_approve
+    from workflows.services import request_approve
 
     mine = request_submit(user=engineer, team=team_a, name="mine", raw_answers=VALID_ANSWERS)
     request_approve(user=platform_user, request_id=mine.pk)
@@ -153,7 +153,7 @@ def test_preview_names_are_the_names_applied(engineer, team_a, platform_user, tm
                                              django_capture_on_commit_callbacks):
     """Preview, submit, approve: the demo clusters' GitOps applier writes the objects; their names are the
     preview's with the request id in place of the placeholder."""
-    from intake.services import request_approve
+    from workflows.services import request_approve
     from provisioning.demo import CLUSTERS
     from provisioning.inventory import cluster_declare
     from provisioning.models import AppliedObject

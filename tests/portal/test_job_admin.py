@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from portal.notices import notice_fail, notice_queue
 from provisioning.models import ProvisioningJob
 from provisioning.services import allocation_fail

@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from intake.choices import RequestStatus
 from intake.models import RequestEvent
-from intake.services import request_approve, request_reject, request_submit, request_transition
+from intake.services import request_transition
+from workflows.services import request_approve, request_reject, request_submit
 from portal import metrics
 from provisioning.inventory import team_quota_set
 from tests.conftest import VALID_ANSWERS
@@ -123,7 +124,7 @@ def test_metrics_after_a_scripted_scenario(client, scenario):
 def test_metrics_are_computed_at_scrape_time_from_the_database(client, scenario, engineer):
     before = value(scrape(client), "gpu_portal_requests", status="cancelled", strategy="mig")
     # Another process (here: a direct service call) changes the database; the next scrape sees it.
-    from intake.services import request_cancel
+    from workflows.services import request_cancel
 
     request_cancel(user=engineer, request_id=scenario["waiting"].pk)
     after = scrape(client)

@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from intake import selectors
-from intake.api.serializers import RequestCreateInputSerializer, RequestListSerializer, RequestSerializer
-from intake.services import request_approve
+from workflows.api.serializers import RequestCreateInputSerializer, RequestListSerializer, RequestSerializer
+from workflows.services import request_approve
 from portal.api.prototypes import represent, validate
 from portal.errors import PermissionDenied
 from tests.conftest import VALID_ANSWERS

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import kueue
 from kubesim.nodes import namespace
 from provisioning.admission import admission_checks_sync

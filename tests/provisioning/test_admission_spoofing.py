@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import kueue
 from kubesim.nodes import namespace
 from provisioning.admission import admission_checks_sync

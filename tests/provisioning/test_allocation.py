@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_cancel, request_submit
+from workflows.services import request_approve, request_cancel, request_submit
 from provisioning.models import AppliedObject, Cluster, ProvisioningJob
 from tests.conftest import VALID_ANSWERS
 from tests.factories import request_approve_now as approve

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from provisioning.models import ProvisioningJob
 from provisioning.services import JOB_LOCK_NAMESPACE, allocation_apply
 from tests.conftest import VALID_ANSWERS

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from provisioning.models import ProvisioningJob
 from tests.conftest import VALID_ANSWERS
 

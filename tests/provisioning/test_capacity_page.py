@@ -156,7 +156,7 @@ def test_the_page_reads_a_fixed_number_of_queries(platform_user, engineer, team_
 
 
 def test_the_approval_review_links_to_the_pools_capacity(platform_user, engineer, team_a, synced):
-    from intake.services import request_submit
+    from workflows.services import request_submit
     from tests.provisioning.test_waits import GANG
 
     gpu_request = request_submit(user=engineer, team=team_a, name="linked", raw_answers=GANG)

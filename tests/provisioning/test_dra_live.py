@@ -10,7 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory import cluster_declare
 from provisioning.inventory_sync import inventory_sync
 from provisioning.manifests.validation import validate_objects

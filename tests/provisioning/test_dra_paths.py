@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from chargeback.models import UsageInterval
 from chargeback.services import usage_ingest
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory import cluster_declare, team_quota_set
 from provisioning.manifests.validation import validate_objects
 from provisioning.models import Cluster

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from intake.services import request_evaluate, request_preview
+from intake.services import request_evaluate
+
+from workflows.services import request_preview
 from provisioning.inventory_sync import inventory_sync
 from provisioning.selectors import inventory_snapshot
 from tests.conftest import VALID_ANSWERS

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from deploy.rbac import Call, check
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory_sync import inventory_sync
 from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_propose
 from tests.conftest import VALID_ANSWERS

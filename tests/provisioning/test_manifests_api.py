@@ -2,7 +2,7 @@
 import pytest
 import yaml
 
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.manifests.validation import validate_objects
 from tests.conftest import VALID_ANSWERS
 
@@ -57,7 +57,7 @@ def test_the_team_admission_policy_admits_every_request_the_team_runs_there(api,
     """Issue 23 item 8, through the API: on a cluster without Kueue whose API server serves admission policies (as
     discovery recorded it), a request's manifests carry the team's ValidatingAdmissionPolicy, whose approvals list
     this request and the team's other approved one on the same cluster; none where the API is not served."""
-    from intake.services import request_approve
+    from workflows.services import request_approve
     from provisioning.inventory import team_quota_set
     from provisioning.models import Cluster
 

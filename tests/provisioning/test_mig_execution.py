@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from intake.services import request_submit
+from workflows.services import request_submit
 from portal.errors import Conflict, InvalidInput, PermissionDenied
 from provisioning.inventory_sync import inventory_sync
 from provisioning.mig_plans import mig_plan_advance, mig_plan_approve, mig_plan_cancel, mig_plan_propose

@@ -119,7 +119,7 @@ def test_a_rule_may_name_mps_and_still_not_an_unknown_strategy(api, platform_use
 def test_metering_prices_an_mps_pod_as_a_share_of_the_pool(mps_cluster, engineer, team_a, mps_policy, live_fake):
     from chargeback.models import UsageInterval
     from chargeback.services import usage_collect
-    from intake.services import request_submit
+    from workflows.services import request_submit
 
     from provisioning.inventory import team_quota_set
 

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from intake.services import request_approve, request_cancel, request_submit
+from workflows.services import request_approve, request_cancel, request_submit
 from provisioning.models import AppliedObject, Cluster
 from tests.conftest import VALID_ANSWERS
 

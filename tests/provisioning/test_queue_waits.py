@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import eta, kueue
 from kubesim.server import FakeKubeAPI
 from provisioning.inventory import team_quota_set

@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from portal import celery_app
 from provisioning.models import AppliedObject, ProvisioningJob
 from provisioning.services import JOB_LOCK_NAMESPACE

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from portal.errors import InvalidInput
 from provisioning.models import NodePool
 from provisioning.selectors import driver_upgrade_impact

@@ -15,7 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit, request_transition
+from intake.services import request_transition
+from workflows.services import request_approve, request_submit
 from kubesim import nodes as k
 from provisioning.inventory import team_quota_set
 from provisioning.inventory_sync import inventory_sync

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.inventory_sync import inventory_sync
 from tests.provisioning.live_fixtures import east_live, live_fake  # noqa: F401
 from tests.provisioning.reconcile import pods as k8s

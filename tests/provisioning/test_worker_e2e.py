@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from intake.models import GpuRequest
-from intake.services import request_submit
+from workflows.services import request_submit
 from provisioning.models import AppliedObject, ProvisioningJob
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.support.celery_worker import running_worker, wait_for

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from intake.models import GpuRequest
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from provisioning.inventory_sync import ClusterObservation, inventory_record
 from provisioning.models import Cluster
 from register.sections.common import Snapshot

@@ -15,9 +15,9 @@ from rest_framework.views import APIView
 
 from portal.api.renderers import YAML_STREAM_RESPONSE, MultiDocumentYAMLRenderer
 
-from .. import selectors
-from ..backstage import request_entity
-from ..choices import RequestStatus
+from intake import selectors
+from intake.backstage import request_entity
+from intake.choices import RequestStatus
 
 
 class BackstageEntitySerializer(serializers.Serializer):

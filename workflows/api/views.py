@@ -12,10 +12,13 @@ from rest_framework.views import APIView
 
 from portal.api.prototypes import represent, validate
 
-from .. import leases, policy_review, selectors, services
-from ..filtersets import RequestFilterSet
-from ..models import GpuRequest
-from ..questionnaire import questionnaire_definition
+from intake import policy_review, selectors
+from intake.filtersets import RequestFilterSet
+from intake.models import GpuRequest
+from intake.questionnaire import questionnaire_definition
+from intake.services import policy_version_sign_off
+
+from .. import leases, services
 from .serializers import (
     CommentInputSerializer,
     LeaseExtendInputSerializer,
@@ -168,7 +171,7 @@ class PolicyVersionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
     def sign_off(self, request, number=None):
         data = PolicySignOffInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        version = services.policy_version_sign_off(
+        version = policy_version_sign_off(
             user=request.user, version_id=self.get_object().pk, reviewed_digest=data.validated_data["digest"],
             days=data.validated_data["days"],
         )

@@ -1,4 +1,5 @@
-"""Deciding a request: approval (after the team's quota and the fit check, under the team's lock) and rejection.
+"""Deciding a request: approval (after the team's quota and the fit check, under the team's lock, then the apply job)
+and rejection.
 Who may decide is the one rule of who may do what to a request (`intake.selectors.request_action_refusal`)."""
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from gpu.vocabulary import FITS_AFTER, NEVER_FITS
 from portal.errors import Conflict, InvalidInput
 from portal.models import Team
 
-from .. import hooks
-from ..choices import RequestStatus
-from ..models import GpuRequest
-from ..selectors import APPROVE, REJECT, request_action_check, request_get
-from .transitions import check_edge, check_expected, request_transition
+from intake.choices import RequestStatus
+from intake.models import GpuRequest
+from intake.selectors import APPROVE, REJECT, request_action_check, request_get
+from intake.services import check_edge, check_expected, request_transition
+from provisioning.selectors import request_fit
+from provisioning.services import allocation_on_approved
 
 
 def request_approve(*, user, request_id, comment: str = "", expected_status: str | None = None) -> GpuRequest:
@@ -47,7 +49,7 @@ def approval_check(*, gpu_request: GpuRequest) -> ApprovalCheck:
     """Quota and fit for approving this request. Takes the team's row lock, so within the caller's transaction
     no other approval for the team can sum the same quota at the same time."""
     _lock_team_quota(gpu_request.team_id)
-    answer = hooks.request_fit(gpu_request=gpu_request)
+    answer = request_fit(gpu_request=gpu_request)
     quota = answer["quota"]
     if quota["exceeded"]:
         return ApprovalCheck(fit=answer, refusal=f"Over quota: {quota['message']}", refusal_code="OverQuota")
@@ -71,8 +73,10 @@ def _approve_checked(*, request_id: int, actor, comment: str, expected_from: str
     check = approval_check(gpu_request=gpu_request)
     if check.refusal:
         raise Conflict(check.refusal)
-    return request_transition(request_id=request_id, to_status=RequestStatus.APPROVED, actor=actor,
-                              comment=comment + check.note)
+    approved = request_transition(request_id=request_id, to_status=RequestStatus.APPROVED, actor=actor,
+                                  comment=comment + check.note)
+    allocation_on_approved(gpu_request=approved)
+    return approved
 
 
 def request_reject(*, user, request_id, comment: str, expected_status: str | None = None) -> GpuRequest:

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from intake.decisions import Decision
+from intake.services import request_evaluate
 from portal.models import Team
+from provisioning.preview import preview_objects
 
-from ..decisions import Decision
-from ..hooks import preview_objects
-from .evaluation import request_evaluate
 from .submission import require_request_rights
 
 

@@ -8,13 +8,14 @@ from portal.errors import InvalidInput, PermissionDenied
 from portal.models import Team, slug_validator
 from portal.selectors import team_can_request_for
 
-from .. import events
-from ..choices import RequestStatus
-from ..hooks import decision_gated
-from ..models import GpuRequest
+from intake import events
+from intake.choices import RequestStatus
+from intake.hooks import decision_gated
+from intake.models import GpuRequest
+from intake.services import auto_approval_team_gate, request_evaluate, request_transition
+from provisioning.services import allocation_on_approved
+
 from .approval import _lock_team_quota, approval_check
-from .evaluation import auto_approval_team_gate, request_evaluate
-from .transitions import request_transition
 
 
 def request_rights_denied(team_slug: str) -> PermissionDenied:
@@ -81,12 +82,13 @@ def request_submit(*, user, team: Team, name: str, raw_answers) -> GpuRequest:
             events.event_note(request=gpu_request, reason=check.refusal_code,
                               comment=f"Not approved automatically: {check.refusal} The platform team decides.")
             return gpu_request
-        request_transition(
+        approved = request_transition(
             request_id=gpu_request.pk,
             to_status=RequestStatus.APPROVED,
             actor=None,
             comment=f"Approved automatically by rule {decision.rule} (policy v{decision.policy_version})."
             + check.note,
         )
+        allocation_on_approved(gpu_request=approved)
         gpu_request.refresh_from_db()
     return gpu_request

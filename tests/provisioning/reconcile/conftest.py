@@ -9,9 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from intake.choices import RequestStatus
-from intake.services import request_approve, request_submit, request_transition
+from intake.services import request_transition
+from workflows.services import request_approve, request_submit
 from provisioning.reconcile import watch
 from provisioning.selectors import request_manifests
+from provisioning.services import allocation_on_approved
 from tests.provisioning.reconcile import pods as k8s
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -49,10 +51,12 @@ def provision(engineer, team_a, platform_user, inventory):
         gpu_request = request_submit(user=user or engineer, team=team or team_a, name=name,
                                      raw_answers=answers or TRAINING)
         if gpu_request.status == RequestStatus.PENDING_APPROVAL:
-            # Straight through the transition: these requests are sized for reconciliation tests (100 pods), not
-            # for the capacity and quota checks of an approval. Its dispatch never runs here.
-            request_transition(request_id=gpu_request.pk, to_status=RequestStatus.APPROVED, actor=platform_user,
-                               comment="Approved.")
+            # Straight through the transition and the apply job the approval workflow records after it: these
+            # requests are sized for reconciliation tests (100 pods), not for the capacity and quota checks of an
+            # approval. Its dispatch never runs here.
+            approved = request_transition(request_id=gpu_request.pk, to_status=RequestStatus.APPROVED,
+                                          actor=platform_user, comment="Approved.")
+            allocation_on_approved(gpu_request=approved)
         return request_transition(request_id=gpu_request.pk, to_status=RequestStatus.PROVISIONING, actor=None)
 
     return make

@@ -15,7 +15,7 @@ import pytest
 from django.core import mail
 from django.core.management import call_command
 
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import eta, kueue
 from kubesim.server import FakeKubeAPI
 from portal.models import Notice

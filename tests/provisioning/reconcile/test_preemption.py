@@ -22,7 +22,7 @@ from django.core.management import call_command
 
 from chargeback.models import RateCard, UsageInterval
 from chargeback.services import usage_collect
-from intake.services import request_approve, request_submit
+from workflows.services import request_approve, request_submit
 from kubesim import nodes as k
 from kubesim.kubelet import Simulation
 from kubesim.scenario import Scenario

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from intake.models import GpuRequest, RequestEvent
-from intake.services import request_cancel
+from workflows.services import request_cancel
 from provisioning.inventory import cluster_declare
 from provisioning.models import Cluster, GangNotification, GangPolicy, GangStall
 from provisioning.reconcile import status_reconcile

@@ -12,7 +12,8 @@ from django.db import connection
 from django.utils import timezone
 
 from intake.models import GpuRequest
-from intake.services import request_submit, request_transition
+from intake.services import request_transition
+from workflows.services import request_submit
 from provisioning.models import ClusterReconcileState, GangNotification, GangStall, ProvisioningJob
 from provisioning.tasks import status_reconcile_all
 from tests.provisioning.reconcile import pods as k8s

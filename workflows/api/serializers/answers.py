@@ -6,8 +6,8 @@ from rest_framework import serializers
 
 from portal.api.fields import CharField, FloatField, IntegerField
 
-from ...answers import AnswersInvalid, normalise_answers
-from ...questionnaire import QUESTIONS, Question, openapi_schema
+from intake.answers import AnswersInvalid, normalise_answers
+from intake.questionnaire import QUESTIONS, Question, openapi_schema
 
 
 def _field_for(question: Question) -> serializers.Field:

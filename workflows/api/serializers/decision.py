@@ -6,8 +6,8 @@ from rest_framework import serializers
 from gpu.vocabulary import STRATEGIES
 from portal.api.fields import CharField, IntegerField
 
-from ...choices import FabricIsolation, MemoryIsolation, ReasonSource
-from ...decisions import Decision
+from intake.choices import FabricIsolation, MemoryIsolation, ReasonSource
+from intake.decisions import Decision
 
 STRATEGY_CHOICES = list(STRATEGIES)
 

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from portal.api.fields import CharField, FloatField
 from portal.models import Team, slug_validator
 
-from ...choices import RequestStatus
+from intake.choices import RequestStatus
 from ...services import request_rights_denied
 from .answers import AnswersSerializer
 

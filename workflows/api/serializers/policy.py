@@ -5,8 +5,8 @@ from rest_framework import serializers
 
 from portal.api.fields import CharField, IntegerField
 
-from ...choices import PolicyStatus, RuleKind
-from ...models import PolicyVersion, Rule
+from intake.choices import PolicyStatus, RuleKind
+from intake.models import PolicyVersion, Rule
 
 
 class RuleSerializer(serializers.ModelSerializer):

@@ -9,8 +9,8 @@ from rest_framework.fields import empty
 from portal.api.fields import CharField, DateTimeField, IntegerField
 from portal.api.rows import FlatRowSerializer
 
-from ...choices import EventKind, RequestStatus
-from ...models import GpuRequest, RequestEvent
+from intake.choices import EventKind, RequestStatus
+from intake.models import GpuRequest, RequestEvent
 from .answers import AnswersSerializer
 from .decision import STRATEGY_CHOICES, DecisionSerializer
 
