@@ -9,21 +9,21 @@ class ProvisioningConfig(AppConfig):
         from intake import hooks
         from intake.choices import RequestStatus
         from portal.metrics import register_all
+        from portal.models import Notice
         from portal.outbox import outbox_register
 
         from .metrics import COLLECTORS
         from django.db.models import Prefetch
 
-        from .models import AppliedObject, GangNotification, GangStall, ProvisioningJob
+        from .models import AppliedObject, GangStall, ProvisioningJob
         from .preview import preview_objects
         from .selectors import inventory_generation, inventory_snapshot, request_fit, request_wait, team_quota_state
         from .services import allocation_on_approved, allocation_on_cancelled
-        from .sweeps import allocation_sweep_now, gang_notification_sweep_now
+        from .sweeps import allocation_sweep_now
 
         register_all(COLLECTORS)
-        # Their outboxes are swept with every other (portal.outbox).
+        # Its outbox is swept with every other (portal.outbox); stalled-gang notices are portal notices.
         outbox_register("provisioning_jobs", allocation_sweep_now)
-        outbox_register("gang_notifications", gang_notification_sweep_now)
         # The request state machine (intake, the layer below) announces statuses; provisioning acts on them.
         hooks.on_entering(RequestStatus.APPROVED, "provisioning.apply", allocation_on_approved)
         hooks.on_entering(RequestStatus.CANCELLED, "provisioning.teardown", allocation_on_cancelled)
@@ -43,6 +43,6 @@ class ProvisioningConfig(AppConfig):
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",
                                  lambda: ProvisioningJob.objects.select_related("cluster").order_by("id"))
-        # status reconciliation: the gang's stalls, newest first
+        # status reconciliation: the gang's stalls, newest first, with their notices
         hooks.request_shown_with("gang_stalls", lambda: GangStall.objects.select_related("cluster").prefetch_related(
-            Prefetch("notifications", queryset=GangNotification.objects.order_by("id"))).order_by("-started_at", "-id"))
+            Prefetch("notices", queryset=Notice.objects.order_by("id"))).order_by("-started_at", "-id"))
