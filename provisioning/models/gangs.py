@@ -120,9 +120,10 @@ class GangStall(models.Model):
 
     @property
     def stalled_notices(self) -> list:
-        """The notices that it stalled (from `notices`, prefetched where a request is shown)."""
+        """The notices that it stalled, in the order they were queued (from `notices`, prefetched where a request is
+        shown)."""
         key = stall_notice_key(self.pk, NotificationKind.STALLED)
-        return [notice for notice in self.notices.all() if notice.key == key]
+        return sorted((notice for notice in self.notices.all() if notice.key == key), key=lambda notice: notice.pk)
 
     @property
     def burnt_gpu_seconds_now(self) -> Decimal:
