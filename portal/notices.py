@@ -110,8 +110,9 @@ def notice_queue_many(*, drafts: Sequence[NoticeDraft]) -> list[int]:
             rows.append(row)
     if not rows:
         return []
-    # One a concurrent run queued since the read is left as it is (ON CONFLICT sets its key to itself) and sent
-    # again: harmless, a notice is sent once whoever asks. No savepoint, no error to abort the caller's transaction.
+    # A row a concurrent run inserted since the read is left as it was (ON CONFLICT sets its key to itself) and is
+    # dispatched once more, which is harmless (delivery skips a sent notice); no savepoint, no error to abort the
+    # caller's transaction.
     created = [row.pk for row in Notice.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["key", "channel"], update_fields=["key"])]
     _dispatch_on_commit(created)

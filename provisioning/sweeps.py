@@ -4,9 +4,9 @@ restart, a worker killed while Redis lost its copy too), is sent again; one that
 
 Every job the sweep covers has its own message in normal operation, so the sweep can only ever add a duplicate:
 the tasks are written for that (a job runs under a PostgreSQL advisory lock and skips a finished job, a job
-waiting to retry or a job running elsewhere). The sweeps do
-not try to guess from the broker's queue length whether a message still waits: on a busy worker the queue is
-never empty, and a job whose message was lost would never be sent again. See docs/operations-background-work.md.
+waiting to retry or a job running elsewhere). The sweep does not try to guess from the broker's queue length
+whether a message still waits: on a busy worker the queue is never empty, and a job whose message was lost would
+never be sent again. See docs/operations-background-work.md.
 """
 from __future__ import annotations
 
