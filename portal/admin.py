@@ -108,10 +108,12 @@ class ApiTokenAdmin(PlatformAdminMixin, admin.ModelAdmin):
 
 @admin.register(Notice)
 class NoticeAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin):
-    """Budget-threshold and lease notices with their delivery status, so a failed one is seen without logs."""
+    """Every notice (budget thresholds, leases, idle GPUs, preemptions, stalled gangs) with its delivery status, so a
+    failed one is seen without logs."""
 
-    empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify) or a "
-                 "lease about to end (workflows.lease_sweep), for teams with a notification e-mail or a webhook.")
+    empty_why = ("Notices are queued by beat: a budget threshold crossed (chargeback.budget_thresholds_notify), a "
+                 "lease about to end (workflows.lease_sweep), a stalled gang (status reconciliation)..., for teams with "
+                 "a notification e-mail or a webhook.")
     list_display = ["key", "team", "channel", "sent_at"]
     list_filter = ["channel"]
     search_fields = ["key", "team__slug", "target"]

@@ -1,7 +1,7 @@
 """The row every background operation keeps (NetBox's Job, Saleor's ExportFile): its status, how many attempts
 were made, the last message and when it changed, so the admin and the API show a failure without anyone reading
-worker logs. Tables: provisioning.ProvisioningJob, provisioning.GangNotification, portal.Notice; their admins share
-`portal.admin_mixins.BackgroundJobAdminMixin`."""
+worker logs. Tables: provisioning.ProvisioningJob and portal.Notice (every notice, stalled gangs' too); their admins
+share `portal.admin_mixins.BackgroundJobAdminMixin`."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,5 +1,7 @@
 """Teams and membership. Roles are Django groups named after `portal.choices.Role`."""
 from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -89,11 +91,18 @@ class Notice(BackgroundJob):
     payload = models.JSONField(help_text="what is sent: subject, body and recipients, or the webhook's JSON")
     status = models.CharField(max_length=10, choices=NoticeStatus.choices, default=NoticeStatus.QUEUED)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # The row the notice is about, when a page lists its notices (a stalled gang's: GenericRelation "notices");
+    # generic because the features that send notices sit above portal.
+    about_type = models.ForeignKey(ContentType, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    about_id = models.PositiveBigIntegerField(null=True, blank=True)
+    about = GenericForeignKey("about_type", "about_id")
 
     class Meta(BackgroundJob.Meta):
         constraints = [
             models.UniqueConstraint(fields=["key", "channel"], name="%(app_label)s_%(class)s_once"),
         ]
+        indexes = [models.Index(fields=["about_type", "about_id"], condition=models.Q(about_id__isnull=False),
+                                name="portal_notice_about")]
 
     def __str__(self) -> str:
         return f"{self.key} by {self.channel}: {self.status}"

@@ -1,17 +1,20 @@
 """Notices to a team by e-mail and its signed webhook, each sent once (see `portal.models.Notice`).
 
-Features above portal (budgets, leases, idle GPUs) say what happened with `notice_queue`; delivery is one Celery
-task per notice, after commit. The webhook is signed and sent exactly as the stalled-gang notices are
-(`portal.webhooks`)."""
+Features above portal (budgets, leases, idle GPUs, stalled gangs) say what happened with `notice_queue`, or with
+`notice_queue_many` for many facts at once (a reconciliation cycle's stalls); delivery is one Celery task per notice
+(`portal.notice_deliver`), after commit, and one sweep (`notices_sweep`) sends again what was lost. The webhook is
+signed by `portal.webhooks`."""
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Sequence
 
 from django.conf import settings
 from django.core.mail import EmailMessage
-from django.db import IntegrityError, transaction
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from .choices import NoticeChannel, NoticeStatus
@@ -30,31 +33,89 @@ class TransientNoticeError(Exception):
     pass
 
 
-def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict,
-                 recipients: Sequence[str] | None = None) -> list[int]:
-    """Queue the notice `key` to the team's e-mail (and the platform team's) and webhook, each channel once, and
-    dispatch delivery after commit. `recipients` replaces those e-mail addresses (an idle notice goes to the
-    requester and the team). Returns the ids queued now (empty when they were queued before)."""
+@dataclass(frozen=True)
+class NoticeDraft:
+    """One fact to tell a team, as `notice_queue` takes it; `about` is the row it is about (its page lists it)."""
+
+    key: str
+    team: Team
+    subject: str
+    body: str
+    payload: dict
+    recipients: Sequence[str] | None = None
+    about: models.Model | None = None
+
+
+def _planned(draft: NoticeDraft) -> list[Notice]:
+    """The draft's unsaved rows: its e-mail (to `recipients`, by default the team's and the platform team's
+    addresses) and the team's webhook, whichever are set."""
+    team = draft.team
+    recipients = draft.recipients
     if recipients is None:
         recipients = [team.notification_email, *settings.PLATFORM_NOTIFICATION_EMAIL]
     recipients = [a for a in recipients if a]
+    about = {} if draft.about is None else {
+        "about_type": ContentType.objects.get_for_model(draft.about), "about_id": draft.about.pk}
     planned = []
     if recipients:
-        planned.append((NoticeChannel.EMAIL, ", ".join(recipients), {"subject": subject, "body": body, "to": recipients}))
+        planned.append(Notice(key=draft.key, team=team, channel=NoticeChannel.EMAIL, target=", ".join(recipients),
+                              payload={"subject": draft.subject, "body": draft.body, "to": recipients}, **about))
     if team.webhook_url:
-        planned.append((NoticeChannel.WEBHOOK, team.webhook_url, payload))
-    created = []
-    for channel, target, content in planned:
-        try:
-            with transaction.atomic():  # a concurrent run that queued it first leaves this one a no-op
-                notice, new = Notice.objects.get_or_create(
-                    key=key, channel=channel, defaults={"team": team, "target": target, "payload": content})
-        except IntegrityError:
-            continue
-        if new:
-            created.append(notice.pk)
+        planned.append(Notice(key=draft.key, team=team, channel=NoticeChannel.WEBHOOK, target=team.webhook_url,
+                              payload=draft.payload, **about))
+    return planned
+
+
+def _queue_one(row: Notice) -> int | None:
+    """Insert one planned row unless (key, channel) is there; its id when inserted now."""
+    try:
+        with transaction.atomic():  # a concurrent run that queued it first leaves this one a no-op
+            notice, new = Notice.objects.get_or_create(key=row.key, channel=row.channel, defaults={
+                "team": row.team, "target": row.target, "payload": row.payload, "about_type": row.about_type,
+                "about_id": row.about_id})
+    except IntegrityError:
+        return None
+    return notice.pk if new else None
+
+
+def _dispatch_on_commit(created: list[int]) -> None:
     if created:
         transaction.on_commit(lambda: [notice_dispatch(pk) for pk in created])
+
+
+def notice_queue(*, key: str, team: Team, subject: str, body: str, payload: dict,
+                 recipients: Sequence[str] | None = None, about: models.Model | None = None) -> list[int]:
+    """Queue the notice `key` to the team's e-mail (and the platform team's) and webhook, each channel once, and
+    dispatch delivery after commit. `recipients` replaces those e-mail addresses (an idle notice goes to the
+    requester and the team). Returns the ids queued now (empty when they were queued before)."""
+    draft = NoticeDraft(key=key, team=team, subject=subject, body=body, payload=payload, recipients=recipients,
+                        about=about)
+    created = [pk for pk in map(_queue_one, _planned(draft)) if pk is not None]
+    _dispatch_on_commit(created)
+    return created
+
+
+def notice_queue_many(*, drafts: Sequence[NoticeDraft]) -> list[int]:
+    """Queue many notices as `notice_queue` does, each (key, channel) once, in a few statements whatever their
+    number (one to read which are queued already, one to insert the rest), and dispatch delivery after commit.
+    Returns the ids queued now."""
+    planned = [row for draft in drafts for row in _planned(draft)]
+    if not planned:
+        return []
+    seen = set(Notice.objects.filter(key__in={row.key for row in planned}).order_by().values_list("key", "channel"))
+    rows = []
+    for row in planned:
+        if (row.key, row.channel) not in seen:
+            seen.add((row.key, row.channel))
+            rows.append(row)
+    if not rows:
+        return []
+    # A row a concurrent run inserted since the read is left as it was (ON CONFLICT sets its key to itself) and is
+    # dispatched once more, which is harmless (delivery skips a sent notice); no savepoint, no error to abort the
+    # caller's transaction.
+    created = [row.pk for row in Notice.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["key", "channel"], update_fields=["key"])]
+    _dispatch_on_commit(created)
     return created
 
 

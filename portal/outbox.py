@@ -1,7 +1,7 @@
 """One sweep for every outbox: background work whose message never reached the broker, or was lost by it (a Redis
 restart, a worker killed while Redis lost its copy too), is sent again; work that keeps getting lost fails.
 
-Every table of rows waiting to be sent (provisioning jobs, stalled-gang notifications, portal notices) registers
+Every table of rows waiting to be sent (provisioning jobs; portal notices, stalled-gang ones included) registers
 its sweep here (`outbox_register`, from its app's `ready()`); beat runs `portal.outbox_sweep`, which runs them all,
 so no outbox can be left out of the recovery the others have. Notice rows (one delivery each) share
 `notice_rows_sweep`: queued ones past a grace period are sent again, ones waiting to retry whose retry message

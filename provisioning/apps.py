@@ -8,19 +8,19 @@ class ProvisioningConfig(AppConfig):
     def ready(self):
         from intake import hooks
         from portal.metrics import register_all
+        from portal.models import Notice
         from portal.outbox import outbox_register
 
         from .metrics import COLLECTORS
         from django.db.models import Prefetch
 
-        from .models import AppliedObject, GangNotification, GangStall, ProvisioningJob
+        from .models import AppliedObject, GangStall, ProvisioningJob
         from .selectors import inventory_generation, inventory_snapshot, team_quota_state
-        from .sweeps import allocation_sweep_now, gang_notification_sweep_now
+        from .sweeps import allocation_sweep_now
 
         register_all(COLLECTORS)
-        # Their outboxes are swept with every other (portal.outbox).
+        # Its outbox is swept with every other (portal.outbox); stalled-gang notices are portal notices.
         outbox_register("provisioning_jobs", allocation_sweep_now)
-        outbox_register("gang_notifications", gang_notification_sweep_now)
         # The decision (intake, the layer below) places on provisioning's inventory and holds automatic approval
         # against the team's quota. (The workflows above call provisioning directly: workflows.services.)
         hooks.inventory_snapshot.provide(inventory_snapshot)
@@ -30,6 +30,6 @@ class ProvisioningConfig(AppConfig):
         hooks.request_shown_with("applied_objects", lambda: AppliedObject.objects.order_by("id"))
         hooks.request_shown_with("provisioning_jobs",
                                  lambda: ProvisioningJob.objects.select_related("cluster").order_by("id"))
-        # status reconciliation: the gang's stalls, newest first
+        # status reconciliation: the gang's stalls, newest first, with their notices
         hooks.request_shown_with("gang_stalls", lambda: GangStall.objects.select_related("cluster").prefetch_related(
-            Prefetch("notifications", queryset=GangNotification.objects.order_by("id"))).order_by("-started_at", "-id"))
+            Prefetch("notices", queryset=Notice.objects.order_by("id"))).order_by("-started_at", "-id"))

@@ -1,11 +1,12 @@
-"""The provisioning outboxes' sweeps (run by portal.outbox's one sweep of every outbox): background work whose message never reached the broker, or was lost by it (a Redis restart, a
-worker killed while Redis lost its copy too), is sent again; work that keeps getting lost fails for good.
+"""The provisioning jobs' outbox sweep (run by portal.outbox's one sweep of every outbox; stalled-gang notices are
+portal notices, swept with them): a job whose message never reached the broker, or was lost by it (a Redis
+restart, a worker killed while Redis lost its copy too), is sent again; one that keeps getting lost fails for good.
 
-Every row a sweep covers has its own message in normal operation, so a sweep can only ever add a duplicate: the
-tasks are written for that (a job runs under a PostgreSQL advisory lock and skips a finished job, a job waiting
-to retry or a job running elsewhere; a notice is locked while it is sent and skipped once sent). The sweeps do
-not try to guess from the broker's queue length whether a message still waits: on a busy worker the queue is
-never empty, and a job whose message was lost would never be sent again. See docs/operations-background-work.md.
+Every job the sweep covers has its own message in normal operation, so the sweep can only ever add a duplicate:
+the tasks are written for that (a job runs under a PostgreSQL advisory lock and skips a finished job, a job
+waiting to retry or a job running elsewhere). The sweep does not try to guess from the broker's queue length
+whether a message still waits: on a busy worker the queue is never empty, and a job whose message was lost would
+never be sent again. See docs/operations-background-work.md.
 """
 from __future__ import annotations
 
@@ -17,11 +18,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.outbox import notice_rows_sweep
-
 from .choices import JobKind, JobStatus
-from .models import GangNotification, ProvisioningJob
-from .reconcile.notifications import NOTIFY_MAX_ATTEMPTS, gang_notification_dispatch, gang_notification_fail
+from .models import ProvisioningJob
 from .services import JOB_LOCK_NAMESPACE, JOB_MAX_ATTEMPTS, allocation_fail, dispatch_job, job_task
 
 logger = logging.getLogger(__name__)
@@ -88,25 +86,7 @@ def _job_recover(*, job_id: int, cutoff, max_attempts: int) -> str | None:
     return job.kind
 
 
-def gang_notification_sweep(*, older_than_seconds: float = 120, stuck_after_seconds: float = 900,
-                            max_attempts: int = 6) -> int:
-    """Send again the stalled-gang notices whose message was lost, as every notice outbox is swept
-    (portal.outbox.notice_rows_sweep). Returns how many were dispatched."""
-    return notice_rows_sweep(
-        GangNotification.objects.all(),
-        dispatch=gang_notification_dispatch,
-        fail=lambda pk, message: gang_notification_fail(notification_id=pk, message=message),
-        older_than_seconds=older_than_seconds, stuck_after_seconds=stuck_after_seconds, max_attempts=max_attempts)
-
-
 def allocation_sweep_now() -> int:
     """The provisioning jobs' outbox sweep, with the settings' timings (registered with portal.outbox)."""
     return allocation_sweep(older_than_seconds=settings.PORTAL_SWEEP_GRACE_SECONDS,
                             stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS, max_attempts=JOB_MAX_ATTEMPTS)
-
-
-def gang_notification_sweep_now() -> int:
-    """The stalled-gang notices' outbox sweep, with the settings' timings (registered with portal.outbox)."""
-    return gang_notification_sweep(older_than_seconds=settings.PORTAL_NOTIFICATION_SWEEP_GRACE_SECONDS,
-                                   stuck_after_seconds=settings.PORTAL_JOB_STUCK_SECONDS,
-                                   max_attempts=NOTIFY_MAX_ATTEMPTS)

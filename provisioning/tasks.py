@@ -17,8 +17,7 @@ from .inventory_sync import inventory_sync as sync_cluster
 from .inventory_sync import inventory_sync_dispatch
 from .kube.errors import KubeError
 from .models import Cluster
-from .reconcile import notifications, watch
-from .reconcile.notifications import NOTIFY_MAX_ATTEMPTS
+from .reconcile import watch
 from .services import JOB_MAX_ATTEMPTS as MAX_ATTEMPTS
 
 logger = logging.getLogger(__name__)
@@ -137,16 +136,6 @@ def cluster_status_reconcile(cluster_id: int) -> str:
     if outcome.status == "error":
         logger.warning("status reconciliation: %s", outcome.summary())
     return outcome.summary()
-
-
-@shared_task(bind=True, base=KubeRetryingTask, name="provisioning.gang_notification_deliver",
-             max_retries=NOTIFY_MAX_ATTEMPTS, acks_late=True)
-def gang_notification_deliver(self, notification_id: int) -> str:
-    try:
-        return notifications.gang_notification_deliver(notification_id=notification_id)
-    except notifications.TransientDeliveryError as exc:
-        return self.retry_or_fail(exc, fail=lambda message: notifications.gang_notification_fail(
-            notification_id=notification_id, message=message))
 
 
 # --- why requests wait (waits) ------------------------------------------------------------------------------------

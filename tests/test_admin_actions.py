@@ -60,7 +60,7 @@ ROLES = {
     **{(label, "delete_selected"): NOBODY for label in (
         "auth.Group", "auth.User", "portal.ApiToken", "portal.Notice", "portal.SignOnIdentity", "intake.GpuRequest", "intake.PendingApproval", "intake.PolicyVersion",
         "provisioning.GpuModel", "provisioning.ProvisioningJob", "provisioning.AppliedObject", "provisioning.Node",
-        "provisioning.MigPlan", "provisioning.GangStall", "provisioning.GangNotification",
+        "provisioning.MigPlan", "provisioning.GangStall",
         "provisioning.ClusterReconcileState", "provisioning.AdmissionWorkload", "chargeback.UsageInterval",
         "chargeback.Adjustment", "chargeback.UsageCollection", "chargeback.ClosedPeriod", "chargeback.IdleAllocation",
         "chargeback.IdleScan", "chargeback.HardwareCredit")},  # a credit is reversed (its own page), never deleted

@@ -4,7 +4,7 @@ from .admission import AdmissionWorkloadAdmin
 from .catalogue import GpuModelAdmin, MigProfileInline
 from .clusters import ClusterAdmin, NodePoolInline
 from .common import LIVE_CLUSTER_ONLY, discrepancy_html
-from .gangs import ClusterReconcileStateAdmin, GangNotificationAdmin, GangNotificationInline, GangPolicyAdmin, GangStallAdmin
+from .gangs import ClusterReconcileStateAdmin, GangPolicyAdmin, GangStallAdmin, StallNoticeInline
 from .jobs import AppliedObjectAdmin, ProvisioningJobAdmin
 from .mig import MigPlanAdmin, MigPlanStepInline
 from .pools import NodeAdmin, NodePoolAdmin
@@ -16,8 +16,6 @@ __all__ = [
     "AppliedObjectAdmin",
     "ClusterAdmin",
     "ClusterReconcileStateAdmin",
-    "GangNotificationAdmin",
-    "GangNotificationInline",
     "GangPolicyAdmin",
     "GangStallAdmin",
     "GpuModelAdmin",
@@ -28,6 +26,7 @@ __all__ = [
     "NodePoolAdmin",
     "NodePoolInline",
     "ProvisioningJobAdmin",
+    "StallNoticeInline",
     "TeamQuotaAdmin",
     "discrepancy_html",
 ]

@@ -1,11 +1,13 @@
-"""Status reconciliation and stalled gangs: policies (edited here), stalls, their notifications and each cluster's
-reconciliation state (read only)."""
+"""Status reconciliation and stalled gangs: policies (edited here), stalls with their notices (portal notices) and
+each cluster's reconciliation state (read only)."""
 from django.contrib import admin
+from django.contrib.contenttypes.admin import GenericTabularInline
 
 from portal.admin_empty import EmptyExplainedMixin
-from portal.admin_mixins import BackgroundJobAdminMixin, PlatformAdminMixin, ReadOnlyAdminMixin
+from portal.admin_mixins import PlatformAdminMixin, ReadOnlyAdminMixin
+from portal.models import Notice
 
-from ..models import ClusterReconcileState, GangNotification, GangPolicy, GangStall
+from ..models import ClusterReconcileState, GangPolicy, GangStall
 from .common import LIVE_CLUSTER_ONLY
 
 
@@ -18,10 +20,15 @@ class GangPolicyAdmin(PlatformAdminMixin, admin.ModelAdmin):
     list_editable = ["stall_after_seconds", "release_after_seconds"]
 
 
-class GangNotificationInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = GangNotification
+class StallNoticeInline(ReadOnlyAdminMixin, GenericTabularInline):
+    """The stall's notices (its key names the event: gang-stall:<stall>:stalled or :released); all of them, with
+    every other notice, under Portal > Notices."""
+
+    model = Notice
+    ct_field, ct_fk_field = "about_type", "about_id"
     extra = 0
-    fields = ["kind", "channel", "target", "status", "attempts", "message", "sent_at"]
+    fields = ["key", "channel", "target", "status", "attempts", "message", "sent_at"]
+    ordering = ["id"]
 
 
 @admin.register(GangStall)
@@ -34,7 +41,7 @@ class GangStallAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["end_reason", "workload_class", "cluster"]
     list_select_related = ["request__team", "cluster"]
     search_fields = ["request__name", "request__team__slug"]
-    inlines = [GangNotificationInline]
+    inlines = [StallNoticeInline]
 
     @admin.display(description="running / pending pods")
     def pods(self, obj):
@@ -43,15 +50,6 @@ class GangStallAdmin(EmptyExplainedMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="burnt GPU-hours")
     def burnt_gpu_hours(self, obj):
         return obj.burnt_gpu_hours()
-
-
-@admin.register(GangNotification)
-class GangNotificationAdmin(EmptyExplainedMixin, BackgroundJobAdminMixin, admin.ModelAdmin):
-    empty_why = ("No notifications: they are sent about stalled gangs, which only a live cluster reports. "
-                 + LIVE_CLUSTER_ONLY)
-    list_display = ["id", "stall", "kind", "channel", "target", "sent_at"]
-    list_filter = ["kind", "channel"]
-    list_select_related = ["stall"]
 
 
 @admin.register(ClusterReconcileState)

@@ -7,7 +7,7 @@ the discovered fields of Cluster and NodePool); MIG plans change node layouts.
 """
 from .catalogue import GpuModel, MigProfile
 from .clusters import Cluster, ClusterCredential
-from .gangs import ClusterReconcileState, GangNotification, GangPolicy, GangStall, GangStallQuerySet
+from .gangs import ClusterReconcileState, GangPolicy, GangStall, GangStallQuerySet, stall_notice_key
 from .jobs import AppliedObject, ProvisioningJob
 from .mig import MigPlan, MigPlanStep
 from .pools import InventoryGeneration, Node, NodePool
@@ -27,7 +27,6 @@ __all__ = [
     "Cluster",
     "ClusterCredential",
     "ClusterReconcileState",
-    "GangNotification",
     "GangPolicy",
     "GangStall",
     "GangStallQuerySet",
@@ -45,4 +44,5 @@ __all__ = [
     "driver_version_validator",
     "namespace_validator",
     "pod_labels_validator",
+    "stall_notice_key",
 ]

@@ -1,17 +1,15 @@
-"""Status reconciliation and stalled gangs: gang policies, stalls, their notifications and each cluster's
-reconciliation state. provisioning/reconcile/ holds the rules (pure) and the services that apply them."""
+"""Status reconciliation and stalled gangs: gang policies, stalls (their notices are portal notices) and each
+cluster's reconciliation state. provisioning/reconcile/ holds the rules (pure) and the services that apply them."""
 from __future__ import annotations
 
 from decimal import Decimal
 
+from django.contrib.contenttypes.fields import GenericRelation
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
 from intake.choices import WorkloadClass
-from portal.choices import NoticeChannel, NoticeStatus
-from portal.jobs import BackgroundJob
-
 from ..choices import NotificationKind, ReconcileStatus, StallEnd
 from .clusters import Cluster
 
@@ -36,6 +34,11 @@ class GangPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload_class}: stall after {self.stall_after_seconds}s"
+
+
+def stall_notice_key(stall_id: int, kind: str) -> str:
+    """The portal notice key of one stall event (`NotificationKind`): each is queued once per channel."""
+    return f"gang-stall:{stall_id}:{kind}"
 
 
 class GangStallQuerySet(models.QuerySet):
@@ -77,6 +80,9 @@ class GangStall(models.Model):
     notified_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Its notices (stalled, released), each by e-mail and webhook: portal notices about this stall.
+    notices = GenericRelation("portal.Notice", content_type_field="about_type", object_id_field="about_id",
+                              related_query_name="gang_stall")
 
     objects = GangStallQuerySet.as_manager()
 
@@ -113,32 +119,19 @@ class GangStall(models.Model):
         return (self.burnt_gpu_seconds(at) / Decimal(3600)).quantize(Decimal("0.000001"))
 
     @property
+    def stalled_notices(self) -> list:
+        """The notices that it stalled, in the order they were queued (from `notices`, prefetched where a request is
+        shown)."""
+        key = stall_notice_key(self.pk, NotificationKind.STALLED)
+        return sorted((notice for notice in self.notices.all() if notice.key == key), key=lambda notice: notice.pk)
+
+    @property
     def burnt_gpu_seconds_now(self) -> Decimal:
         return self.burnt_gpu_seconds()
 
     @property
     def burnt_gpu_hours_now(self) -> Decimal:
         return self.burnt_gpu_hours()
-
-
-class GangNotification(BackgroundJob):
-    """One notice about a stall on one channel, with its delivery status (sent once; retried while transient)."""
-
-    stall = models.ForeignKey(GangStall, on_delete=models.CASCADE, related_name="notifications")
-    kind = models.CharField(max_length=10, choices=NotificationKind.choices)
-    channel = models.CharField(max_length=10, choices=NoticeChannel.choices)
-    target = models.TextField(help_text="e-mail addresses (comma-separated) or the webhook URL")
-    payload = models.JSONField(help_text="what is sent: subject and body, or the webhook's JSON")
-    status = models.CharField(max_length=10, choices=NoticeStatus.choices, default=NoticeStatus.QUEUED)
-    sent_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta(BackgroundJob.Meta):
-        constraints = [
-            models.UniqueConstraint(fields=["stall", "kind", "channel"], name="%(app_label)s_%(class)s_once"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} by {self.channel} for #{self.stall.request_id}: {self.status}"
 
 
 class ClusterReconcileState(models.Model):

@@ -6,7 +6,7 @@ The pure part imports nothing from Django (tests/provisioning/reconcile/test_pur
   `words`: what a pod's state says, in plain words; `store`: a cluster's pods kept as their facts, by request.
 The Django part:
 - `cycle`: one cycle, `status_reconcile(cluster=, pods=, now=)` (or `status_reconcile_facts`); `stalls`: stalled-gang records, in bulk;
-- `notifications`: stalled-gang notices, queued once and delivered once;
+- `notifications`: stalled-gang notices, queued once as portal notices (portal.notices delivers them);
 - `watch`: the per-cluster list/watch loop, `cluster_status_reconcile(cluster_id=)`, and beat's fan-out.
 
 The Django part's names are loaded on first use, so that importing the pure rules (from here or from
@@ -37,13 +37,9 @@ _DJANGO_SIDE = {
     "gang_thresholds": "cycle",
     "status_reconcile": "cycle",
     "status_reconcile_facts": "cycle",
-    "PermanentDeliveryError": "notifications",
-    "TransientDeliveryError": "notifications",
-    "gang_notification_deliver": "notifications",
-    "gang_notification_dispatch": "notifications",
-    "gang_notification_fail": "notifications",
     "gang_notify": "notifications",
     "gang_notify_many": "notifications",
+    "stall_notice_key": "notifications",
     "StallNotice": "notifications",
     "stalls_write": "stalls",
     "RunOutcome": "watch",
@@ -65,7 +61,6 @@ __all__ = [
     "CycleOutcome",
     "GangState",
     "PendingPod",
-    "PermanentDeliveryError",
     "PlainEvent",
     "PodStore",
     "PodFact",
@@ -73,19 +68,16 @@ __all__ = [
     "RunOutcome",
     "StallNotice",
     "Thresholds",
-    "TransientDeliveryError",
     "assess",
     "cluster_status_reconcile",
     "decimal_words",
     "duration_words",
     "equivalents_words",
     "facts_by_request",
-    "gang_notification_deliver",
-    "gang_notification_dispatch",
-    "gang_notification_fail",
     "gang_notify",
     "gang_notify_many",
     "gang_state",
+    "stall_notice_key",
     "pod_events",
     "pod_fact",
     "request_id_of",

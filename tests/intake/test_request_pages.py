@@ -17,9 +17,10 @@ from django.utils import timezone
 from chargeback.models import Budget, RateCard
 from chargeback.services import usage_ingest
 from intake.models import GpuRequest, RequestEvent
+from portal.notices import notice_deliver
 from workflows.services import request_submit
 from provisioning.models import Cluster, GangStall
-from provisioning.reconcile.notifications import gang_notification_deliver, gang_notify
+from provisioning.reconcile.notifications import gang_notify
 from tests.chargeback.conftest import pod_for
 from tests.conftest import VALID_ANSWERS
 
@@ -162,7 +163,7 @@ def test_the_stalled_gang_says_who_was_notified_and_whether_it_went(engineer, te
     assert "E-mail to team-a@example.com, platform@example.com: <strong>queued</strong>" in queued
     assert "were notified" not in queued
 
-    gang_notification_deliver(notification_id=notice)
+    notice_deliver(notice_id=notice)
     sent = client.get(f"/requests/{gpu_request.pk}/").content.decode()
     assert "E-mail to team-a@example.com, platform@example.com: <strong>sent</strong>" in sent
     assert len(mailoutbox) == 1

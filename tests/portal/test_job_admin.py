@@ -61,6 +61,6 @@ def test_a_failed_job_is_listed_with_its_status_and_message_and_found_by_either(
     assert client.get(url, {"q": "nothing like it"}).context["cl"].result_count == 0
 
 
-@pytest.mark.parametrize("model", ["provisioning/provisioningjob", "provisioning/gangnotification", "portal/notice"])
+@pytest.mark.parametrize("model", ["provisioning/provisioningjob", "portal/notice"])
 def test_job_rows_cannot_be_added_or_edited_in_the_admin(platform_user, model):
     assert _client(platform_user).get(f"/admin/{model}/add/").status_code == 403

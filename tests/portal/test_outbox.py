@@ -1,5 +1,5 @@
-"""One sweep for every outbox (portal.outbox): beat's `portal.outbox_sweep` covers provisioning jobs, stalled-gang
-notices and the portal's notices (lease, budget, idle) alike. Given a portal notice whose retry message was lost,
+"""One sweep for every outbox (portal.outbox): beat's `portal.outbox_sweep` covers provisioning jobs and the
+portal's notices (lease, budget, idle, stalled gang) alike. Given a portal notice whose retry message was lost,
 when the sweep runs, then it is sent once (the real webhook receiver gets it); one queued whose message never
 reached the broker is sent; one waiting out its backoff is left to its retry; one lost on its last attempt fails."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ def notice(team, url, key, **fields) -> Notice:
 
 
 def test_every_outbox_is_swept_by_one_beat_entry():
-    assert set(outboxes()) == {"provisioning_jobs", "gang_notifications", "portal_notices"}
+    assert set(outboxes()) == {"provisioning_jobs", "portal_notices"}
     tasks = [entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()]
     assert tasks.count("portal.outbox_sweep") == 1
     assert not [task for task in tasks if task.endswith(("allocation_sweep", "notification_sweep"))]

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from provisioning.models import Cluster
+from provisioning.models import Cluster, GangStall
 from provisioning.reconcile import status_reconcile
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
@@ -70,11 +70,18 @@ def test_the_request_page_shows_the_stall_and_the_cluster_events_in_plain_words(
 
 def test_the_platform_team_sees_policies_stalls_notices_and_runs_in_the_admin(provision, platform_user, engineer,
                                                                             notified_team):
-    stalled(provision, "train")
+    gpu_request = stalled(provision, "train")
     client = Client()
     client.force_login(platform_user)
-    for path in ("gangpolicy", "gangstall", "gangnotification", "clusterreconcilestate"):
+    for path in ("gangpolicy", "gangstall", "clusterreconcilestate"):
         assert client.get(f"/admin/provisioning/{path}/").status_code == 200, path
+    # The stall's notices are portal notices: listed with every other, and inline on the stall's page.
+    stall = GangStall.objects.get(request=gpu_request)
+    key = f"gang-stall:{stall.pk}:stalled"
+    assert key in client.get("/admin/portal/notice/").content.decode()
+    stall_page = client.get(f"/admin/provisioning/gangstall/{stall.pk}/change/")
+    assert stall_page.status_code == 200
+    assert f"{key} by email" in stall_page.content.decode() and f"{key} by webhook" in stall_page.content.decode()
     page = client.get("/admin/provisioning/gangpolicy/").content.decode()
     assert "training" in page and 'name="form-0-stall_after_seconds"' in page  # editable in the list
     client.force_login(engineer)

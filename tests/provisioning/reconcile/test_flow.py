@@ -12,7 +12,8 @@ from django.core import mail
 from django.test import Client
 
 from intake.models import GpuRequest
-from provisioning.models import ClusterReconcileState, GangNotification, GangStall, ProvisioningJob
+from portal.models import Notice
+from provisioning.models import ClusterReconcileState, GangStall, ProvisioningJob
 from provisioning.reconcile import cluster_status_reconcile
 from tests.conftest import VALID_ANSWERS, client_for
 from tests.provisioning.reconcile import pods as k8s
@@ -308,7 +309,7 @@ def test_notices_are_retried_while_the_webhook_fails_and_given_up_on_a_permanent
     webhook.answers = [503, 502]  # then 204
     with django_capture_on_commit_callbacks(execute=True):
         reconcile(east_on_fake, Clock(minutes(16)))
-    notice = GangNotification.objects.get(channel="webhook")
+    notice = Notice.objects.get(channel="webhook")
     assert (notice.status, notice.attempts, len(webhook.received)) == ("sent", 3, 3)
     assert len(mail.outbox) == 1
 
@@ -317,5 +318,5 @@ def test_notices_are_retried_while_the_webhook_fails_and_given_up_on_a_permanent
     webhook.answers = [404]
     with django_capture_on_commit_callbacks(execute=True):
         reconcile(east_on_fake, Clock(minutes(16)))
-    notice = GangNotification.objects.get(channel="webhook", stall__request=other)
+    notice = Notice.objects.get(channel="webhook", gang_stall__request=other)
     assert (notice.status, notice.attempts) == ("failed", 1) and "HTTP 404" in notice.message

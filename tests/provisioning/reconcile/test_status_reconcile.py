@@ -10,9 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from intake.models import GpuRequest, RequestEvent
+from portal.models import Notice
 from workflows.services import request_cancel
 from provisioning.inventory import cluster_declare
-from provisioning.models import Cluster, GangNotification, GangPolicy, GangStall
+from provisioning.models import Cluster, GangPolicy, GangStall
 from provisioning.reconcile import status_reconcile
 from tests.conftest import VALID_ANSWERS
 from tests.provisioning.reconcile import pods as k8s
@@ -131,7 +132,7 @@ def test_a_stalled_gang_is_notified_once_and_its_burnt_time_is_exact(
                                     "url": f"https://portal.example.com/requests/{gpu_request.pk}/"}
     assert hook.body["stall"]["running_pods"] == 3 and hook.body["stall"]["gpu_equivalents_running"] == "24.000000"
     assert hook.body["stall"]["burnt_gpu_equivalent_seconds"] == "21600.000000"  # 24 x 15 min
-    assert set(GangNotification.objects.values_list("channel", "status")) == {("email", "sent"), ("webhook", "sent")}
+    assert set(Notice.objects.values_list("channel", "status")) == {("email", "sent"), ("webhook", "sent")}
 
     for later in (20, 25):  # still stalled: nothing new is sent
         with django_capture_on_commit_callbacks(execute=True):
@@ -201,7 +202,7 @@ def test_nobody_to_notify_is_said_on_the_request(provision, east, settings):
     gpu_request = provision()
     pods, _ = partial_gang(gpu_request)
     cycle(east, pods, minutes(16))
-    assert GangNotification.objects.count() == 0
+    assert Notice.objects.count() == 0
     assert gpu_request.events.filter(reason="NobodyToNotify").exists()
 
 
@@ -252,16 +253,16 @@ def test_a_request_cancelled_while_the_cycle_runs_skips_only_itself(provision, e
 def test_notices_whose_dispatch_was_lost_are_sent_by_the_sweep(provision, east, notified_team, webhook, eager_celery):
     from django.utils import timezone
 
-    from provisioning.sweeps import gang_notification_sweep
+    from portal.notices import notices_sweep
 
     gpu_request = provision()
     pods, _ = partial_gang(gpu_request)
     cycle(east, pods, minutes(16))  # in a test transaction the after-commit dispatch never runs: the broker "lost" it
-    assert set(GangNotification.objects.values_list("status", flat=True)) == {"queued"}
-    assert gang_notification_sweep() == 0  # too fresh: its own dispatch may be on its way
+    assert set(Notice.objects.values_list("status", flat=True)) == {"queued"}
+    assert notices_sweep() == 0  # too fresh: its own dispatch may be on its way
 
-    GangNotification.objects.update(created_at=timezone.now() - timezone.timedelta(minutes=5))
-    assert gang_notification_sweep() == 2
-    assert set(GangNotification.objects.values_list("status", flat=True)) == {"sent"}
+    Notice.objects.update(created_at=timezone.now() - timezone.timedelta(minutes=5))
+    assert notices_sweep() == 2
+    assert set(Notice.objects.values_list("status", flat=True)) == {"sent"}
     assert (len(mail.outbox), len(webhook.received)) == (1, 1)
-    assert gang_notification_sweep() == 0
+    assert notices_sweep() == 0

@@ -12,8 +12,8 @@ import time
 import pytest
 from django.test import Client
 
-from portal.models import Team
-from provisioning.models import Cluster, GangNotification
+from portal.models import Notice, Team
+from provisioning.models import Cluster
 from provisioning.reconcile import status_reconcile
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import minutes, pods_of
@@ -44,7 +44,7 @@ def stall(provision, east, django_capture_on_commit_callbacks):
     status_reconcile(cluster=east, pods=partial, now=minutes(10))
     with django_capture_on_commit_callbacks(execute=True):
         status_reconcile(cluster=east, pods=partial, now=minutes(16))
-    return GangNotification.objects.get(channel="webhook")
+    return Notice.objects.get(channel="webhook")
 
 
 def receiver_verifies(secret: str, header: str, raw: bytes, tolerance: int = 300) -> bool:

@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from intake.models import GpuRequest
 from intake.services import request_transition
+from portal.models import Notice
+from provisioning.models import ClusterReconcileState, GangStall, ProvisioningJob
 from workflows.services import request_submit
-from provisioning.models import ClusterReconcileState, GangNotification, GangStall, ProvisioningJob
 from provisioning.tasks import status_reconcile_all
 from tests.provisioning.reconcile import pods as k8s
 from tests.provisioning.reconcile.conftest import TRAINING, workload
@@ -45,7 +46,7 @@ def test_a_stalled_gang_is_found_and_notified_by_a_real_worker(engineer, team_a,
 
     with running_worker():
         status_reconcile_all.delay()
-        wait_for(lambda: GangNotification.objects.filter(status="sent").count() == 2, message="both notices sent")
+        wait_for(lambda: Notice.objects.filter(status="sent").count() == 2, message="both notices sent")
         wait_for(lambda: ClusterReconcileState.objects.filter(status="skipped").exists(), message="gpu-west skipped")
     connection.close()
 
