@@ -5,8 +5,8 @@ from django.test import Client
 pytestmark = pytest.mark.django_db
 
 
+# (Stalled-gang notices are portal notices now, listed under Portal > Notices with the other notices.)
 @pytest.mark.parametrize("url", ["/admin/provisioning/node/", "/admin/provisioning/gangstall/",
-                                 "/admin/provisioning/gangnotification/",
                                  "/admin/provisioning/clusterreconcilestate/"])
 def test_an_empty_live_only_list_says_why(platform_user, inventory, url):
     client = Client()
